@@ -1,0 +1,107 @@
+# ctest `consumer_package` (registered by cmake/install.cmake); run as
+#   cmake -DTOKENLEASE_SOURCE_DIR=... -DTOKENLEASE_BINARY_DIR=... \
+#         -DTOKENLEASE_LIBDIR=... -DTOKENLEASE_CXX_COMPILER=... \
+#         -DTOKENLEASE_GENERATOR=... [-DTOKENLEASE_MAKE_PROGRAM=...] \
+#         [-DTOKENLEASE_BUILD_TYPE=...] -DTOKENLEASE_PKG_CONFIG=... \
+#         -P cmake/consumer_test.cmake
+#
+# 1. installs the already-built tree into <build>/consumer_package/prefix;
+# 2. configures, builds and runs tests/consumer/ (find_package(tokenlease));
+# 3. compiles tests/consumer/pkgconfig_main.cc with
+#    `pkg-config --cflags --libs tokenlease` and runs it.
+# Any failing step fails the test.
+cmake_minimum_required(VERSION 3.25)
+
+foreach(var IN ITEMS TOKENLEASE_SOURCE_DIR TOKENLEASE_BINARY_DIR
+                     TOKENLEASE_LIBDIR TOKENLEASE_CXX_COMPILER
+                     TOKENLEASE_GENERATOR TOKENLEASE_PKG_CONFIG)
+  if(NOT DEFINED ${var} OR "${${var}}" STREQUAL "")
+    message(FATAL_ERROR "consumer_test.cmake: -D${var}=... is required")
+  endif()
+endforeach()
+
+set(work "${TOKENLEASE_BINARY_DIR}/consumer_package")
+set(prefix "${work}/prefix")
+set(consumer_build "${work}/build")
+set(consumer_src "${TOKENLEASE_SOURCE_DIR}/tests/consumer")
+if(IS_ABSOLUTE "${TOKENLEASE_LIBDIR}")
+  message(FATAL_ERROR "consumer_test.cmake: CMAKE_INSTALL_LIBDIR "
+                      "'${TOKENLEASE_LIBDIR}' is absolute; cannot install "
+                      "into a temporary prefix")
+endif()
+set(libdir "${prefix}/${TOKENLEASE_LIBDIR}")
+
+# Runs one step; stops the test with a message if it fails.
+function(step name)
+  message(STATUS "consumer_package: ${name}")
+  execute_process(COMMAND ${ARGN} RESULT_VARIABLE rc)
+  if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "consumer_package: step '${name}' failed (${rc}): "
+                        "${ARGN}")
+  endif()
+endfunction()
+
+file(REMOVE_RECURSE "${work}")
+file(MAKE_DIRECTORY "${work}")
+
+# 1. Install.
+step("install into ${prefix}"
+  "${CMAKE_COMMAND}" --install "${TOKENLEASE_BINARY_DIR}" --prefix "${prefix}")
+
+# 2. find_package consumer.
+set(configure_args
+  -S "${consumer_src}" -B "${consumer_build}"
+  -G "${TOKENLEASE_GENERATOR}"
+  "-DCMAKE_CXX_COMPILER=${TOKENLEASE_CXX_COMPILER}"
+  "-DCMAKE_PREFIX_PATH=${prefix}"
+  # Only the fresh prefix may satisfy find_package(tokenlease).
+  -DCMAKE_FIND_USE_PACKAGE_REGISTRY=OFF)
+if(TOKENLEASE_MAKE_PROGRAM)
+  list(APPEND configure_args "-DCMAKE_MAKE_PROGRAM=${TOKENLEASE_MAKE_PROGRAM}")
+endif()
+if(TOKENLEASE_BUILD_TYPE)
+  list(APPEND configure_args "-DCMAKE_BUILD_TYPE=${TOKENLEASE_BUILD_TYPE}")
+endif()
+step("configure tests/consumer" "${CMAKE_COMMAND}" ${configure_args})
+
+file(STRINGS "${consumer_build}/CMakeCache.txt" found_dir
+     REGEX "^tokenlease_DIR:")
+string(REGEX REPLACE "^[^=]*=" "" found_dir "${found_dir}")
+file(REAL_PATH "${found_dir}" found_dir)
+file(REAL_PATH "${prefix}" real_prefix)
+string(FIND "${found_dir}" "${real_prefix}/" pos)
+if(NOT pos EQUAL 0)
+  message(FATAL_ERROR "consumer_package: find_package(tokenlease) used "
+                      "'${found_dir}', not the package in ${prefix}")
+endif()
+
+step("build tests/consumer" "${CMAKE_COMMAND}" --build "${consumer_build}")
+step("run consumer" "${consumer_build}/consumer")
+
+# 3. pkg-config consumer.
+set(ENV{PKG_CONFIG_PATH} "${libdir}/pkgconfig")
+execute_process(
+  COMMAND "${TOKENLEASE_PKG_CONFIG}" --cflags --libs tokenlease
+  RESULT_VARIABLE rc
+  OUTPUT_VARIABLE pc_flags
+  ERROR_VARIABLE pc_error
+  OUTPUT_STRIP_TRAILING_WHITESPACE)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "consumer_package: pkg-config --cflags --libs "
+                      "tokenlease failed (${rc}): ${pc_error}")
+endif()
+message(STATUS "consumer_package: pkg-config flags: ${pc_flags}")
+if(NOT pc_flags MATCHES "-I${prefix}/")
+  message(FATAL_ERROR "consumer_package: tokenlease.pc does not point into "
+                      "${prefix}: ${pc_flags}")
+endif()
+separate_arguments(pc_flags UNIX_COMMAND "${pc_flags}")
+step("compile pkgconfig_main.cc with pkg-config flags"
+  "${TOKENLEASE_CXX_COMPILER}" -std=c++20
+  "${consumer_src}/pkgconfig_main.cc" ${pc_flags}
+  -o "${work}/pkgconfig_consumer")
+# LD_LIBRARY_PATH only matters if libtokenlease is a shared library.
+set(ENV{LD_LIBRARY_PATH} "${libdir}:$ENV{LD_LIBRARY_PATH}")
+step("run pkgconfig_consumer" "${work}/pkgconfig_consumer")
+
+message(STATUS "consumer_package: OK")

@@ -1,0 +1,81 @@
+// The answer to "may this request go ahead?".
+#ifndef TOKENLEASE_DECISION_H_
+#define TOKENLEASE_DECISION_H_
+
+#include <cstdint>
+
+#include "absl/time/time.h"
+
+namespace tokenlease {
+
+// Where a decision was made.
+enum class DecisionSource : uint8_t {
+  kLocal,            // the in-process engine, from its own state
+  kLease,            // tokens leased from a shared limit (later issues)
+  kDirect,           // one exact call to the shared store (later issues)
+  kFallback,         // a local share while the shared store is unreachable
+  kKeyLimit,         // denied: the key registry is at max_keys and no key idle
+  kInvalidArgument,  // denied: negative cost, or a handle that is empty or
+                     // belongs to another Limiter
+};
+
+// Returns a stable lower-case name ("local", "key_limit", ...).
+const char* DecisionSourceName(DecisionSource s);
+
+// Sentinel for "this request can never be admitted as asked" (e.g. a cost
+// above the burst).
+inline constexpr int64_t kNever = -1;
+
+// The result of one admission decision. A plain value: copy freely.
+struct Decision {
+  // True if the request was admitted and charged.
+  bool allowed = false;
+  DecisionSource source = DecisionSource::kLocal;
+  // Whole tokens left after this decision in the tightest band (0 if none).
+  int64_t remaining = 0;
+  // 0 when allowed; otherwise the time after which the same request would
+  // be admitted if nothing else arrives, or kNever.
+  int64_t retry_after_ns = 0;
+  // Time until the limit is back at its initial, unused state (bucket full,
+  // window over, log empty) if nothing else arrives.
+  int64_t reset_after_ns = 0;
+
+  absl::Duration retry_after() const {
+    return retry_after_ns == kNever ? absl::InfiniteDuration()
+                                    : absl::Nanoseconds(retry_after_ns);
+  }
+  absl::Duration reset_after() const {
+    return absl::Nanoseconds(reset_after_ns);
+  }
+};
+
+// The reply shape of the well-known Redis throttle module
+// (limited, limit, remaining, retry_after_s, reset_after_s), so that users of
+// that module can switch. retry_after_s is -1 when allowed; seconds round up.
+struct ThrottleReply {
+  int64_t limited;
+  int64_t limit;
+  int64_t remaining;
+  int64_t retry_after_s;
+  int64_t reset_after_s;
+};
+
+// Converts `d` (a decision on a limit whose first band has `limit` burst or
+// window size) into the throttle module's five integers.
+ThrottleReply ToThrottleReply(const Decision& d, int64_t limit);
+
+// The result of Limiter::Reserve.
+struct Reservation {
+  // True if tokens were taken; the caller must then wait `wait_ns` before
+  // acting. False: nothing was charged.
+  bool granted = false;
+  int64_t wait_ns = 0;
+  // The underlying decision (remaining, reset_after, source).
+  Decision decision;
+
+  absl::Duration wait() const { return absl::Nanoseconds(wait_ns); }
+};
+
+}  // namespace tokenlease
+
+#endif  // TOKENLEASE_DECISION_H_

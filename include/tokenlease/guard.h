@@ -1,0 +1,65 @@
+// A small wrapper that applies a limit to a call, the C++ counterpart of an
+// annotation like `@RateLimit(period, threshold)` on a handler.
+#ifndef TOKENLEASE_GUARD_H_
+#define TOKENLEASE_GUARD_H_
+
+#include <cstdint>
+#include <string_view>
+#include <type_traits>
+#include <utility>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
+#include "absl/time/time.h"
+#include "tokenlease/limiter.h"
+
+namespace tokenlease {
+
+// Returns the ResourceExhausted status a denied `decision` on `key` maps to:
+// it names the key and says when to retry ("retry after 250ms", or "the
+// cost exceeds the limit" when it never fits).
+inline absl::Status DeniedStatus(std::string_view key,
+                                 const Decision& decision) {
+  if (decision.source == DecisionSource::kInvalidArgument) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("rate limit on '", std::string(key),
+                     "': negative cost or a handle from another Limiter"));
+  }
+  if (decision.retry_after_ns == kNever) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "rate limit on '", std::string(key),
+        "': the cost exceeds what the limit can ever admit at once"));
+  }
+  return absl::ResourceExhaustedError(
+      absl::StrCat("rate limit on '", std::string(key), "': retry after ",
+                   absl::FormatDuration(decision.retry_after())));
+}
+
+// Runs fn() only if `limiter` admits `cost` for `key` now (never waits).
+// Returns fn's result (a value, or OkStatus for a void fn), or the
+// DeniedStatus without calling fn. fn returning absl::Status or
+// absl::StatusOr<T> is passed through as is.
+template <typename Fn>
+auto RateLimited(Limiter& limiter, std::string_view key, Fn&& fn,
+                 int64_t cost = 1) {
+  using R = std::invoke_result_t<Fn>;
+  const Decision d = limiter.TryAcquire(key, cost);
+  if constexpr (std::is_void_v<R>) {
+    if (!d.allowed) return DeniedStatus(key, d);
+    std::forward<Fn>(fn)();
+    return absl::OkStatus();
+  } else if constexpr (std::is_same_v<R, absl::Status>) {
+    if (!d.allowed) return DeniedStatus(key, d);
+    return std::forward<Fn>(fn)();
+  } else {
+    using Result = std::conditional_t<std::is_convertible_v<absl::Status, R>, R,
+                                      absl::StatusOr<R>>;
+    if (!d.allowed) return Result(DeniedStatus(key, d));
+    return Result(std::forward<Fn>(fn)());
+  }
+}
+
+}  // namespace tokenlease
+
+#endif  // TOKENLEASE_GUARD_H_

@@ -1,0 +1,154 @@
+// The rate limiter: answers TryAcquire(key, cost) in-process, lock-free for
+// single-band limits, without I/O or allocation once a key exists.
+#ifndef TOKENLEASE_LIMITER_H_
+#define TOKENLEASE_LIMITER_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string_view>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "tokenlease/clock.h"
+#include "tokenlease/decision.h"
+#include "tokenlease/spec.h"
+
+namespace tokenlease {
+
+namespace internal {
+class LimiterCore;
+struct KeyEntry;
+}  // namespace internal
+
+// Settings of a Limiter that are not part of the limit itself. Every field
+// has a sensible default; Validate() says which one is out of range.
+struct LimiterOptions {
+  // Time source; nullptr means DefaultClock(). Not owned; must outlive the
+  // Limiter.
+  Clock* clock = nullptr;
+  // Most keys held at once. A new key beyond it first reclaims idle keys
+  // (those whose state is back to initial); if none, it is denied with
+  // DecisionSource::kKeyLimit. 1 <= max_keys <= 2^32.
+  int64_t max_keys = 1 << 20;
+  // Registry shards (a power of two, 1..4096). More shards, less contention
+  // between threads that look up different keys by name.
+  int32_t shards = 64;
+
+  // Returns OK or InvalidArgument naming the field and the accepted range.
+  absl::Status Validate() const;
+};
+
+class Limiter;
+
+// A pre-resolved key: skips the hash lookup on every call. Movable, not
+// copyable. The key stays registered (is never evicted) while a handle to it
+// exists. A handle must not outlive its Limiter.
+class KeyHandle {
+ public:
+  KeyHandle() = default;
+  KeyHandle(KeyHandle&& other) noexcept;
+  KeyHandle& operator=(KeyHandle&& other) noexcept;
+  KeyHandle(const KeyHandle&) = delete;
+  KeyHandle& operator=(const KeyHandle&) = delete;
+  ~KeyHandle();
+
+  // True if this handle refers to a key (default-constructed ones do not).
+  bool valid() const { return entry_ != nullptr; }
+  // The key's name.
+  std::string_view key() const;
+
+ private:
+  friend class Limiter;
+  KeyHandle(internal::LimiterCore* core, internal::KeyEntry* entry)
+      : core_(core), entry_(entry) {}
+  void Release();
+
+  internal::LimiterCore* core_ = nullptr;
+  internal::KeyEntry* entry_ = nullptr;
+};
+
+// A rate limiter for one LimitSpec over many keys. Thread-safe: every method
+// may be called concurrently from any thread.
+//
+// Guarantees:
+//  - TryAcquire never blocks on I/O, never sleeps, and does not allocate
+//    once the key exists (creating a key allocates once).
+//  - Single-band token bucket, GCRA, fixed window and sliding counter keys
+//    are updated with one 16-byte compare-and-swap: lock-free.
+//  - Sliding-log bands and multi-band limits take a per-key spin lock held
+//    for a few dozen instructions (docs/design.md, "Per-key lock").
+//  - A request is charged to every band or to none.
+//  - A clock that moves backwards never mints tokens.
+class Limiter {
+ public:
+  // Validates `spec` and `options`; returns InvalidArgument naming the wrong
+  // field.
+  static absl::StatusOr<std::unique_ptr<Limiter>> Create(
+      const LimitSpec& spec, const LimiterOptions& options = {});
+
+  ~Limiter();
+  Limiter(const Limiter&) = delete;
+  Limiter& operator=(const Limiter&) = delete;
+
+  // Admits and charges `cost` tokens for `key` if every band has them now;
+  // never waits. cost 0 charges nothing and reports the state; a negative
+  // cost is denied with DecisionSource::kInvalidArgument.
+  Decision TryAcquire(std::string_view key, int64_t cost = 1);
+  // Same, at the caller's time (nanoseconds since the Unix epoch), which
+  // saves the clock read when the caller already has it. Times outside
+  // [0, 2^62] (1970 to 2116) are clamped into it.
+  Decision TryAcquire(std::string_view key, int64_t cost, int64_t now_ns);
+  // Same through a pre-resolved handle (no hash lookup).
+  Decision TryAcquire(const KeyHandle& handle, int64_t cost = 1);
+  Decision TryAcquire(const KeyHandle& handle, int64_t cost, int64_t now_ns);
+
+  // Resolves `key` once for repeated use. ResourceExhausted if the registry
+  // is at max_keys and no idle key can be reclaimed.
+  absl::StatusOr<KeyHandle> Resolve(std::string_view key);
+
+  // Borrowing: takes `cost` tokens now even if the bucket must go into debt,
+  // provided the caller would have to wait at most min(max_wait,
+  // spec.max_borrow) for them; the caller must then wait
+  // Reservation::wait_ns before acting. Requires every band to be a token
+  // bucket or GCRA (InvalidArgument otherwise). With max_borrow 0 this grants
+  // only what TryAcquire would.
+  absl::StatusOr<Reservation> Reserve(std::string_view key, int64_t cost,
+                                      absl::Duration max_wait);
+
+  // Waits for its turn (shaping, the "leaky bucket as a queue"): returns an
+  // allowed Decision once `cost` tokens were charged, or a denied one if that
+  // cannot happen within `timeout` (nothing is charged then). Token-bucket
+  // and GCRA limits book a slot in arrival order (FIFO); window algorithms
+  // retry after each retry_after. Sleeps on the Limiter's clock only if it is
+  // the system clock; with another clock it sleeps in real time for the
+  // computed wait, bounded by `timeout`.
+  Decision Acquire(std::string_view key, int64_t cost, absl::Duration timeout);
+
+  // Replaces the limit at run time and keeps each key's state: tokens
+  // consumed stay consumed (a lowered rate does not refill anyone), counts in
+  // windows and logs are kept. The new spec must have the same number of
+  // bands with the same algorithm and refill style (InvalidArgument
+  // otherwise); at most 2^24 - 1 updates per Limiter (ResourceExhausted).
+  absl::Status UpdateSpec(const LimitSpec& spec);
+
+  // The spec now in force.
+  LimitSpec spec() const;
+  // The clock in use.
+  Clock* clock() const;
+  // Keys currently registered.
+  int64_t key_count() const;
+  // Removes every key whose state is back to initial (bucket full, window
+  // over, log empty) and that has no handle; returns how many. Also happens
+  // automatically as the registry grows.
+  int64_t EvictIdle();
+
+ private:
+  explicit Limiter(std::unique_ptr<internal::LimiterCore> core);
+  std::unique_ptr<internal::LimiterCore> core_;
+};
+
+}  // namespace tokenlease
+
+#endif  // TOKENLEASE_LIMITER_H_

@@ -1,0 +1,198 @@
+#include "tokenlease/limiter.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "core/limiter_core.h"
+
+namespace tokenlease {
+
+using internal::BandRequest;
+using internal::LimiterCore;
+
+namespace {
+// Caller-supplied times are clamped to [1970, 2116] so that no arithmetic on
+// them can overflow, whatever a caller passes.
+constexpr int64_t kMaxTimeNs = int64_t{1} << 62;
+int64_t ClampTime(int64_t now_ns) {
+  return now_ns < 0 ? 0 : (now_ns > kMaxTimeNs ? kMaxTimeNs : now_ns);
+}
+}  // namespace
+
+absl::Status LimiterOptions::Validate() const {
+  if (max_keys < 1 || max_keys > (int64_t{1} << 32)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("LimiterOptions.max_keys is ", max_keys,
+                     "; it must be between 1 and 4294967296"));
+  }
+  if (shards < 1 || shards > 4096 || (shards & (shards - 1)) != 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("LimiterOptions.shards is ", shards,
+                     "; it must be a power of two between 1 and 4096"));
+  }
+  return absl::OkStatus();
+}
+
+// ---------------------------------------------------------------- KeyHandle
+
+KeyHandle::KeyHandle(KeyHandle&& other) noexcept
+    : core_(std::exchange(other.core_, nullptr)),
+      entry_(std::exchange(other.entry_, nullptr)) {}
+
+KeyHandle& KeyHandle::operator=(KeyHandle&& other) noexcept {
+  if (this != &other) {
+    Release();
+    core_ = std::exchange(other.core_, nullptr);
+    entry_ = std::exchange(other.entry_, nullptr);
+  }
+  return *this;
+}
+
+KeyHandle::~KeyHandle() { Release(); }
+
+void KeyHandle::Release() {
+  if (entry_ != nullptr) {
+    // Release: every use of the entry happens before an evictor's acquire
+    // load sees the pin gone.
+    entry_->pins.fetch_sub(1, std::memory_order_release);
+    entry_ = nullptr;
+    core_ = nullptr;
+  }
+}
+
+std::string_view KeyHandle::key() const {
+  return entry_ != nullptr ? entry_->name() : std::string_view();
+}
+
+// ------------------------------------------------------------------ Limiter
+
+absl::StatusOr<std::unique_ptr<Limiter>> Limiter::Create(
+    const LimitSpec& spec, const LimiterOptions& options) {
+  if (absl::Status s = ValidateSpec(spec); !s.ok()) return s;
+  if (absl::Status s = options.Validate(); !s.ok()) return s;
+  return std::unique_ptr<Limiter>(
+      new Limiter(std::make_unique<LimiterCore>(spec, options)));
+}
+
+Limiter::Limiter(std::unique_ptr<LimiterCore> core) : core_(std::move(core)) {}
+Limiter::~Limiter() = default;
+
+Decision Limiter::TryAcquire(std::string_view key, int64_t cost) {
+  return core_->DecideByName(key, BandRequest{core_->Now(), cost});
+}
+
+Decision Limiter::TryAcquire(std::string_view key, int64_t cost,
+                             int64_t now_ns) {
+  return core_->DecideByName(key, BandRequest{ClampTime(now_ns), cost});
+}
+
+Decision Limiter::TryAcquire(const KeyHandle& handle, int64_t cost) {
+  return TryAcquire(handle, cost, core_->Now());
+}
+
+Decision Limiter::TryAcquire(const KeyHandle& handle, int64_t cost,
+                             int64_t now_ns) {
+  if (handle.core_ != core_.get()) [[unlikely]] {
+    return LimiterCore::InvalidArgumentDecision();
+  }
+  return core_->Decide(handle.entry_, BandRequest{ClampTime(now_ns), cost});
+}
+
+absl::StatusOr<KeyHandle> Limiter::Resolve(std::string_view key) {
+  return core_->registry().With(
+      key, core_->Now(),
+      [&](internal::KeyEntry* e) -> absl::StatusOr<KeyHandle> {
+        if (e == nullptr) {
+          return absl::ResourceExhaustedError(absl::StrCat(
+              "cannot register key '", std::string(key),
+              "': the Limiter holds max_keys (", core_->registry().size(),
+              ") keys and none is idle; raise LimiterOptions.max_keys or "
+              "release handles"));
+        }
+        // Relaxed: the shard lock held here orders it against eviction.
+        e->pins.fetch_add(1, std::memory_order_relaxed);
+        return KeyHandle(core_.get(), e);
+      });
+}
+
+absl::StatusOr<Reservation> Limiter::Reserve(std::string_view key, int64_t cost,
+                                             absl::Duration max_wait) {
+  if (!core_->spec()->all_buckets) {
+    return absl::InvalidArgumentError(
+        "Reserve needs every band to be a token bucket or GCRA (only they "
+        "can borrow); use TryAcquire or Acquire for window algorithms");
+  }
+  if (cost < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("Reserve cost is ", cost, "; it must be >= 0"));
+  }
+  if (max_wait < absl::ZeroDuration()) {
+    return absl::InvalidArgumentError("Reserve max_wait must be >= 0");
+  }
+  const int64_t max_wait_ns =
+      max_wait == absl::InfiniteDuration()
+          ? INT64_MAX / 4
+          : std::min(absl::ToInt64Nanoseconds(max_wait), INT64_MAX / 4);
+  Reservation r;
+  r.decision = core_->DecideByName(
+      key, BandRequest{core_->Now(), cost, max_wait_ns}, &r.wait_ns);
+  r.granted = r.decision.allowed;
+  return r;
+}
+
+Decision Limiter::Acquire(std::string_view key, int64_t cost,
+                          absl::Duration timeout) {
+  const absl::Time real_deadline = absl::Now() + timeout;
+  const int64_t timeout_ns =
+      std::clamp<int64_t>(absl::ToInt64Nanoseconds(timeout), 0, INT64_MAX / 4);
+  if (core_->spec()->all_buckets) {
+    // Book a slot now (FIFO among callers), then wait for it.
+    BandRequest req{core_->Now(), cost, timeout_ns};
+    req.ignore_borrow_cap = true;
+    int64_t wait_ns = 0;
+    const Decision d = core_->DecideByName(key, req, &wait_ns);
+    if (d.allowed && wait_ns > 0) absl::SleepFor(absl::Nanoseconds(wait_ns));
+    return d;
+  }
+  // Window algorithms cannot book ahead: retry when the window allows.
+  for (;;) {
+    const Decision d = TryAcquire(key, cost);
+    if (d.allowed || d.retry_after_ns == kNever) return d;
+    const absl::Duration left = real_deadline - absl::Now();
+    if (d.retry_after() > left) return d;
+    absl::SleepFor(std::max(d.retry_after(), absl::Microseconds(1)));
+  }
+}
+
+absl::Status Limiter::UpdateSpec(const LimitSpec& spec) {
+  if (absl::Status s = ValidateSpec(spec); !s.ok()) return s;
+  const LimitSpec& old = core_->spec()->source;
+  if (old.bands.size() != spec.bands.size()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "UpdateSpec cannot change the number of bands (", old.bands.size(),
+        " -> ", spec.bands.size(), "); create a new Limiter"));
+  }
+  for (size_t i = 0; i < spec.bands.size(); ++i) {
+    const Band& a = old.bands[i];
+    const Band& b = spec.bands[i];
+    if (a.algorithm != b.algorithm ||
+        (a.algorithm == Algorithm::kTokenBucket && a.refill != b.refill)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "UpdateSpec cannot change bands[", i, "] from ",
+          AlgorithmName(a.algorithm), " to ", AlgorithmName(b.algorithm),
+          " or change its refill style; create a new Limiter"));
+    }
+  }
+  return core_->UpdateSpec(spec);
+}
+
+LimitSpec Limiter::spec() const { return core_->spec()->source; }
+Clock* Limiter::clock() const { return core_->clock(); }
+int64_t Limiter::key_count() const { return core_->registry().size(); }
+int64_t Limiter::EvictIdle() {
+  return core_->registry().EvictIdle(core_->Now());
+}
+
+}  // namespace tokenlease

@@ -1,0 +1,249 @@
+#include "core/limiter_core.h"
+
+#include <algorithm>
+
+#include "local/band_eval.h"
+#include "local/band_eval_inl.h"
+
+namespace tokenlease::internal {
+namespace {
+
+Decision KeyLimitDecision() {
+  Decision d;
+  d.source = DecisionSource::kKeyLimit;
+  d.retry_after_ns = kNever;
+  return d;
+}
+
+Decision ToDecision(const BandResult& r, int64_t* wait_ns) {
+  Decision d;
+  d.allowed = r.outcome == BandOutcome::kAdmit;
+  d.remaining = r.remaining;
+  d.retry_after_ns = d.allowed ? 0 : r.wait_ns;
+  d.reset_after_ns = r.reset_after_ns;
+  if (wait_ns != nullptr) *wait_ns = d.allowed ? r.wait_ns : 0;
+  return d;
+}
+
+// Folds band `r` into the composite decision `d` (all bands must admit).
+void Combine(Decision& d, int64_t& wait, const BandResult& r, bool first) {
+  const bool admit = r.outcome == BandOutcome::kAdmit;
+  if (first) {
+    d.allowed = admit;
+    d.remaining = r.remaining;
+    d.reset_after_ns = r.reset_after_ns;
+  } else {
+    d.allowed = d.allowed && admit;
+    d.remaining = std::min(d.remaining, r.remaining);
+    d.reset_after_ns = std::max(d.reset_after_ns, r.reset_after_ns);
+  }
+  if (admit) {
+    wait = std::max(wait, r.wait_ns);
+  } else if (d.retry_after_ns != kNever) {
+    d.retry_after_ns =
+        r.wait_ns == kNever ? kNever : std::max(d.retry_after_ns, r.wait_ns);
+  }
+}
+
+}  // namespace
+
+Decision LimiterCore::InvalidArgumentDecision() {
+  Decision d;
+  d.source = DecisionSource::kInvalidArgument;
+  d.retry_after_ns = kNever;
+  return d;
+}
+
+CompiledSpec CompileSpec(const LimitSpec& spec, uint32_t generation,
+                         const CompiledSpec* previous) {
+  CompiledSpec c;
+  c.source = spec;
+  c.generation = generation;
+  c.previous = previous;
+  c.all_buckets = true;
+  for (const Band& band : spec.bands) {
+    c.bands.push_back(CompileBand(band, spec.max_borrow, generation));
+    const bool log = band.algorithm == Algorithm::kSlidingWindowLog;
+    c.log_index.push_back(log ? c.log_count++ : -1);
+    c.all_buckets =
+        c.all_buckets && (band.algorithm == Algorithm::kTokenBucket ||
+                          band.algorithm == Algorithm::kGcra);
+  }
+  c.lock_free = c.bands.size() == 1 && c.log_count == 0;
+  return c;
+}
+
+LimiterCore::LimiterCore(const LimitSpec& spec, const LimiterOptions& options)
+    : clock_(options.clock != nullptr ? options.clock : DefaultClock()),
+      system_clock_(clock_ == DefaultClock()),
+      registry_(this, options.max_keys, options.shards) {
+  auto first = std::make_unique<CompiledSpec>(CompileSpec(spec, 0, nullptr));
+  spec_.store(first.get(), std::memory_order_release);
+  absl::MutexLock lock(&update_mu_);
+  generations_.push_back(std::move(first));
+}
+
+LimiterCore::~LimiterCore() = default;
+
+KeyEntry* LimiterCore::NewEntry(std::string_view name, int64_t now_ns) {
+  const CompiledSpec* s = spec();
+  KeyEntry* e =
+      KeyEntry::Create(name, static_cast<int>(s->bands.size()), s->log_count);
+  for (size_t i = 0; i < s->bands.size(); ++i) {
+    e->cell(static_cast<int>(i)).Store(InitialCell(s->bands[i], now_ns));
+  }
+  return e;
+}
+
+bool LimiterCore::IsIdle(KeyEntry* e, int64_t now_ns) {
+  const CompiledSpec* s = spec();
+  e->lock.Lock();
+  bool idle = true;
+  for (size_t i = 0; i < s->bands.size() && idle; ++i) {
+    const int log = s->log_index[i];
+    idle = log >= 0
+               ? e->log(log).IsIdle(s->bands[i], now_ns)
+               : CellIsIdle(s->bands[i],
+                            e->cell(static_cast<int>(i)).LoadRelaxed(), now_ns);
+  }
+  e->lock.Unlock();
+  return idle;
+}
+
+Decision LimiterCore::DecideByName(std::string_view key, const BandRequest& req,
+                                   int64_t* wait_ns) {
+  if (req.cost < 0) return InvalidArgumentDecision();
+  return registry_.With(key, req.now_ns, [&](KeyEntry* e) {
+    if (e == nullptr) return KeyLimitDecision();
+    return Decide(e, req, wait_ns);
+  });
+}
+
+namespace {
+
+// The lock-free loop for one band, with its evaluation inlined (Eval is a
+// function of band_eval_inl.h) so the whole decision stays in registers.
+template <BandResult (*Eval)(const CompiledBand&, CellValue,
+                             const BandRequest&)>
+[[gnu::noinline]] Decision CasLoop(const LimiterCore& core,
+                                   const CompiledSpec* s, AtomicCell& cell,
+                                   const BandRequest& req, int64_t* wait_ns) {
+  CellValue cur = cell.LoadRelaxed();
+  for (;;) {
+    const BandResult r = Eval(s->bands[0], cur, req);
+    if (r.outcome == BandOutcome::kSpecOlderThanCell) [[unlikely]] {
+      s = core.spec();
+      continue;
+    }
+    if (r.outcome == BandOutcome::kCellOlderThanSpec) [[unlikely]] {
+      const CompiledBand& from = s->BandOf(GcraCellGeneration(cur), 0);
+      const CellValue converted =
+          ConvertGcraCell(from, s->bands[0], cur, req.now_ns);
+      if (cell.CompareExchange(cur, converted)) cur = converted;
+      continue;
+    }
+    // A write commits only if the cell still holds what was read; a
+    // decision without a write confirms its (possibly torn) read the same
+    // way, so every decision is linearizable.
+    if (r.write ? cell.CompareExchange(cur, r.next) : cell.Validate(cur)) {
+      return ToDecision(r, wait_ns);
+    }
+  }
+}
+
+}  // namespace
+
+Decision LimiterCore::DecideLockFree(const CompiledSpec* s, KeyEntry* e,
+                                     const BandRequest& req, int64_t* wait_ns) {
+  AtomicCell& cell = e->cell(0);
+  switch (s->bands[0].cell_kind) {
+    case CellKind::kGcra:
+      return CasLoop<band::EvaluateGcra>(*this, s, cell, req, wait_ns);
+    case CellKind::kStepwise:
+      return CasLoop<band::EvaluateStepwise>(*this, s, cell, req, wait_ns);
+    case CellKind::kFixedWindow:
+      return CasLoop<band::EvaluateFixedWindow>(*this, s, cell, req, wait_ns);
+    case CellKind::kSlidingCounter:
+      return CasLoop<band::EvaluateSlidingCounter>(*this, s, cell, req,
+                                                   wait_ns);
+    case CellKind::kSlidingLog:
+      break;
+  }
+  return DecideLocked(e, req, wait_ns);  // unreachable: logs are locked
+}
+
+BandResult LimiterCore::EvaluateLocked(KeyEntry* e, const CompiledSpec* s,
+                                       int i, const BandRequest& req) {
+  const CompiledBand& band = s->bands[i];
+  const int log = s->log_index[i];
+  if (log >= 0) return e->log(log).Evaluate(band, req);
+  AtomicCell& cell = e->cell(i);
+  for (;;) {
+    const CellValue v = cell.LoadRelaxed();  // no writer without the lock
+    const BandResult r = EvaluateBand(band, v, req);
+    if (r.outcome != BandOutcome::kCellOlderThanSpec) return r;
+    cell.Store(ConvertGcraCell(s->BandOf(GcraCellGeneration(v), i), band, v,
+                               req.now_ns));
+  }
+}
+
+Decision LimiterCore::DecideLocked(KeyEntry* e, const BandRequest& req,
+                                   int64_t* wait_ns) {
+  e->lock.Lock();
+  // Loaded under the lock: never older than what earlier holders used.
+  const CompiledSpec* s = spec();
+  const int n = static_cast<int>(s->bands.size());
+  BandResult results[4];
+  bool all_admit = true;
+  for (int i = 0; i < n; ++i) {
+    results[i] = EvaluateLocked(e, s, i, req);
+    all_admit = all_admit && results[i].outcome == BandOutcome::kAdmit;
+  }
+  if (all_admit) {
+    for (int i = 0; i < n; ++i) {
+      const int log = s->log_index[i];
+      if (log >= 0) {
+        e->log(log).Record(s->bands[i], req.now_ns, req.cost);
+      } else if (results[i].write) {
+        e->cell(i).Store(results[i].next);
+      }
+    }
+  } else {
+    // Nothing is charged, so the bands that would have admitted report
+    // their state without this request.
+    BandRequest peek = req;
+    peek.cost = 0;
+    for (int i = 0; i < n; ++i) {
+      if (results[i].outcome == BandOutcome::kAdmit) {
+        const int64_t retry = results[i].wait_ns;
+        results[i] = EvaluateLocked(e, s, i, peek);
+        results[i].wait_ns = retry;
+      }
+    }
+  }
+  e->lock.Unlock();
+  Decision d;
+  int64_t wait = 0;
+  for (int i = 0; i < n; ++i) Combine(d, wait, results[i], i == 0);
+  if (d.allowed) d.retry_after_ns = 0;
+  if (wait_ns != nullptr) *wait_ns = d.allowed ? wait : 0;
+  return d;
+}
+
+absl::Status LimiterCore::UpdateSpec(const LimitSpec& spec) {
+  absl::MutexLock lock(&update_mu_);
+  const CompiledSpec* current = generations_.back().get();
+  if (current->generation >= kMaxGeneration) {
+    return absl::ResourceExhaustedError(
+        "this Limiter has had 2^24 - 1 spec updates, the most its state "
+        "cells can tag; create a new Limiter");
+  }
+  auto next = std::make_unique<CompiledSpec>(
+      CompileSpec(spec, current->generation + 1, current));
+  // Release: publishes the compiled spec's contents to hot-path readers.
+  spec_.store(next.get(), std::memory_order_release);
+  generations_.push_back(std::move(next));
+  return absl::OkStatus();
+}
+
+}  // namespace tokenlease::internal

@@ -1,0 +1,83 @@
+// A 16-byte state word updated with one compare-and-swap (cmpxchg16b).
+#ifndef TOKENLEASE_SRC_LOCAL_ATOMIC_CELL_H_
+#define TOKENLEASE_SRC_LOCAL_ATOMIC_CELL_H_
+
+#include <cstdint>
+
+namespace tokenlease::internal {
+
+// The two 64-bit halves of a cell. Each algorithm gives them a meaning
+// (docs/design.md, "State words").
+struct CellValue {
+  int64_t a = 0;
+  int64_t b = 0;
+
+  friend bool operator==(const CellValue&, const CellValue&) = default;
+};
+
+// A lock-free 16-byte cell. Reads are two relaxed 8-byte loads and may be
+// torn; that is safe because every write is a 16-byte CAS that compares
+// against the value read, so a decision computed from a torn read can never
+// be committed. A caller that decides *not* to write (a denial) confirms its
+// read with Validate(), which is itself a CAS, so denials are never based on
+// a torn read either.
+//
+// Memory order: relaxed for the loads, and the CAS is a full barrier on x86
+// (lock cmpxchg16b). Relaxed suffices because a cell publishes no other
+// memory: its value is the whole state, and linearizability comes from the
+// CAS, not from ordering with other locations.
+class alignas(16) AtomicCell {
+ public:
+  AtomicCell() = default;
+  explicit AtomicCell(CellValue v) { Store(v); }
+  AtomicCell(const AtomicCell&) = delete;
+  AtomicCell& operator=(const AtomicCell&) = delete;
+
+  // May be torn; see the class comment.
+  CellValue LoadRelaxed() const {
+    return CellValue{__atomic_load_n(&a_, __ATOMIC_RELAXED),
+                     __atomic_load_n(&b_, __ATOMIC_RELAXED)};
+  }
+
+  // Replaces `expected` with `desired` atomically. On failure `expected`
+  // receives the current, untorn value.
+  bool CompareExchange(CellValue& expected, CellValue desired) {
+    const unsigned __int128 want = Pack(expected);
+    const unsigned __int128 prev =
+        __sync_val_compare_and_swap(Raw(), want, Pack(desired));
+    if (prev == want) return true;
+    expected = Unpack(prev);
+    return false;
+  }
+
+  // True if the cell still holds `seen` (an atomic 16-byte read-compare);
+  // otherwise `seen` receives the current value.
+  bool Validate(CellValue& seen) { return CompareExchange(seen, seen); }
+
+  // Plain store for initialisation before the cell is shared, and for
+  // updates made under the owning key's lock.
+  void Store(CellValue v) {
+    __atomic_store_n(&a_, v.a, __ATOMIC_RELAXED);
+    __atomic_store_n(&b_, v.b, __ATOMIC_RELAXED);
+  }
+
+ private:
+  static unsigned __int128 Pack(CellValue v) {
+    return (static_cast<unsigned __int128>(static_cast<uint64_t>(v.b)) << 64) |
+           static_cast<uint64_t>(v.a);
+  }
+  static CellValue Unpack(unsigned __int128 x) {
+    return CellValue{static_cast<int64_t>(static_cast<uint64_t>(x)),
+                     static_cast<int64_t>(static_cast<uint64_t>(x >> 64))};
+  }
+  unsigned __int128* Raw() { return reinterpret_cast<unsigned __int128*>(&a_); }
+
+  int64_t a_ = 0;  // low half
+  int64_t b_ = 0;  // high half
+};
+
+static_assert(sizeof(AtomicCell) == 16);
+
+}  // namespace tokenlease::internal
+
+#endif  // TOKENLEASE_SRC_LOCAL_ATOMIC_CELL_H_
