@@ -128,7 +128,8 @@ template <BandResult (*Eval)(const CompiledBand&, CellValue,
 [[gnu::noinline]] Decision CasLoop(const LimiterCore& core,
                                    const CompiledSpec* s, AtomicCell& cell,
                                    const BandRequest& req, int64_t* wait_ns) {
-  CellValue cur = cell.LoadRelaxed();
+  CellValue cur;
+  bool snapshot = cell.Load(cur);
   for (;;) {
     const BandResult r = Eval(s->bands[0], cur, req);
     if (r.outcome == BandOutcome::kSpecOlderThanCell) [[unlikely]] {
@@ -140,14 +141,17 @@ template <BandResult (*Eval)(const CompiledBand&, CellValue,
       const CellValue converted =
           ConvertGcraCell(from, s->bands[0], cur, req.now_ns);
       if (cell.CompareExchange(cur, converted)) cur = converted;
+      snapshot = true;  // either way `cur` is what the CAS saw
       continue;
     }
     // A write commits only if the cell still holds what was read; a
-    // decision without a write confirms its (possibly torn) read the same
-    // way, so every decision is linearizable.
-    if (r.write ? cell.CompareExchange(cur, r.next) : cell.Validate(cur)) {
+    // decision without a write stands on a snapshot read, or confirms its
+    // (possibly torn) read the same way. So every decision is linearizable.
+    if (r.write ? cell.CompareExchange(cur, r.next)
+                : snapshot || cell.Validate(cur)) {
       return ToDecision(r, wait_ns);
     }
+    snapshot = true;  // a failed CAS hands back the current, untorn value
   }
 }
 

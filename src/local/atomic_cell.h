@@ -15,12 +15,21 @@ struct CellValue {
   friend bool operator==(const CellValue&, const CellValue&) = default;
 };
 
-// A lock-free 16-byte cell. Reads are two relaxed 8-byte loads and may be
-// torn; that is safe because every write is a 16-byte CAS that compares
+// True if an aligned 16-byte SSE load is a single atomic access on this CPU:
+// Intel (SDM vol. 3A, 9.1.1) and AMD guarantee it on every processor that
+// supports AVX. Read once at start-up; false before that, and always false
+// under ThreadSanitizer, which cannot see inline-assembly loads.
+extern const bool kSnapshotLoads;
+
+// A lock-free 16-byte cell. Every write is a 16-byte CAS that compares
 // against the value read, so a decision computed from a torn read can never
-// be committed. A caller that decides *not* to write (a denial) confirms its
-// read with Validate(), which is itself a CAS, so denials are never based on
-// a torn read either.
+// be committed. Reads are one 16-byte load where kSnapshotLoads holds, and
+// otherwise two relaxed 8-byte loads that may be torn; a caller that decides
+// *not* to write (a denial) after such a read confirms it with Validate(),
+// itself a CAS, so denials are never based on a torn read either. With
+// snapshot loads, denials write nothing: no locked instruction and no
+// cache-line ownership, which matters when many threads are denied on one
+// hot key.
 //
 // Memory order: relaxed for the loads, and the CAS is a full barrier on x86
 // (lock cmpxchg16b). Relaxed suffices because a cell publishes no other
@@ -37,6 +46,22 @@ class alignas(16) AtomicCell {
   CellValue LoadRelaxed() const {
     return CellValue{__atomic_load_n(&a_, __ATOMIC_RELAXED),
                      __atomic_load_n(&b_, __ATOMIC_RELAXED)};
+  }
+
+  // Loads the cell; returns true if `out` is an untorn snapshot (so a
+  // decision that writes nothing needs no Validate()).
+  bool Load(CellValue& out) const {
+#if !defined(__SANITIZE_THREAD__)
+    if (kSnapshotLoads) [[likely]] {
+      long long __attribute__((vector_size(16))) v;
+      // volatile + "m": one movdqa, never split, merged or hoisted.
+      asm volatile("movdqa %1, %0" : "=x"(v) : "m"(*Raw()));
+      out = CellValue{v[0], v[1]};
+      return true;
+    }
+#endif
+    out = LoadRelaxed();
+    return false;
   }
 
   // Replaces `expected` with `desired` atomically. On failure `expected`
@@ -71,6 +96,9 @@ class alignas(16) AtomicCell {
                      static_cast<int64_t>(static_cast<uint64_t>(x >> 64))};
   }
   unsigned __int128* Raw() { return reinterpret_cast<unsigned __int128*>(&a_); }
+  const unsigned __int128* Raw() const {
+    return reinterpret_cast<const unsigned __int128*>(&a_);
+  }
 
   int64_t a_ = 0;  // low half
   int64_t b_ = 0;  // high half
