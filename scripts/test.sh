@@ -10,35 +10,14 @@ set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
-readonly PACKAGES=(build-essential cmake ninja-build pkg-config libabsl-dev
-  libhiredis-dev libevent-dev libgtest-dev libgmock-dev libbenchmark-dev
-  redis-server clang-format)
 readonly KNOWN_PRESETS=(release debug asan tsan)
 readonly JOBS=2
 
 log() { printf '\n==== %s\n' "$*"; }
 die() { printf 'test.sh: %s\n' "$*" >&2; exit 1; }
 
-# Installs whichever of PACKAGES is missing (nothing if all are there).
-install_missing_packages() {
-  local missing=() p
-  for p in "${PACKAGES[@]}"; do
-    if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null \
-        | grep -q 'install ok installed'; then
-      missing+=("$p")
-    fi
-  done
-  ((${#missing[@]} == 0)) && return 0
-  log "installing missing packages: ${missing[*]}"
-  local sudo=()
-  if ((EUID != 0)); then
-    command -v sudo >/dev/null || die "not root and no sudo; install: ${missing[*]}"
-    sudo=(sudo)
-  fi
-  "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update -q
-  "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive \
-    apt-get install -y -q --no-install-recommends "${missing[@]}"
-}
+# shellcheck source=scripts/install_deps.sh
+source scripts/install_deps.sh
 
 # --- Redis -----------------------------------------------------------------
 
