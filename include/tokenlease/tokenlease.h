@@ -4,8 +4,10 @@
 
 #include "tokenlease/clock.h"
 #include "tokenlease/decision.h"
+#include "tokenlease/direct.h"
 #include "tokenlease/guard.h"
 #include "tokenlease/limiter.h"
+#include "tokenlease/redis.h"
 #include "tokenlease/spec.h"
 
 #endif  // TOKENLEASE_TOKENLEASE_H_

@@ -1,0 +1,28 @@
+# Writes a C++ header embedding the Lua scripts and their SHA1 digests (the
+# names EVALSHA uses). Run at build time by add_custom_command, so editing a
+# script regenerates the header.
+#   cmake -DOUTPUT=<header> -DSCRIPTS="<name>=<path>|..." -P embed_lua.cmake
+set(content "// Generated from lua/ by cmake/embed_lua.cmake; do not edit.\n")
+string(APPEND content "#ifndef TOKENLEASE_GENERATED_LUA_SCRIPTS_H_\n")
+string(APPEND content "#define TOKENLEASE_GENERATED_LUA_SCRIPTS_H_\n\n")
+string(APPEND content "#include <string_view>\n\n")
+string(APPEND content "namespace tokenlease::internal::lua {\n\n")
+string(REPLACE "|" ";" script_list "${SCRIPTS}")
+foreach(entry IN LISTS script_list)
+  string(REPLACE "=" ";" parts "${entry}")
+  list(GET parts 0 name)
+  list(GET parts 1 path)
+  file(READ "${path}" body)
+  string(SHA1 digest "${body}")
+  string(FIND "${body}" ")tokenlease_lua\"" clash)
+  if(NOT clash EQUAL -1)
+    message(FATAL_ERROR "${path} contains the raw-string delimiter")
+  endif()
+  string(APPEND content "inline constexpr std::string_view k${name}Script = R\"tokenlease_lua(${body})tokenlease_lua\";\n")
+  string(APPEND content "inline constexpr std::string_view k${name}Sha1 = \"${digest}\";\n\n")
+endforeach()
+string(APPEND content "}  // namespace tokenlease::internal::lua\n\n")
+string(APPEND content "#endif  // TOKENLEASE_GENERATED_LUA_SCRIPTS_H_\n")
+file(WRITE "${OUTPUT}.tmp" "${content}")
+file(COPY_FILE "${OUTPUT}.tmp" "${OUTPUT}" ONLY_IF_DIFFERENT)
+file(REMOVE "${OUTPUT}.tmp")

@@ -1,0 +1,98 @@
+// Direct mode: every decision is one exact, atomic script call on Redis.
+// The right mode for strict, low-rate limits shared by many processes (one
+// SMS per day per user): no tokens are ever held locally, so the shared
+// limit is exact, at the price of one round trip per decision. Concurrent
+// callers are pipelined by the connection's client thread.
+#ifndef TOKENLEASE_DIRECT_H_
+#define TOKENLEASE_DIRECT_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "absl/functional/any_invocable.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "absl/time/time.h"
+#include "tokenlease/decision.h"
+#include "tokenlease/redis.h"
+#include "tokenlease/spec.h"
+
+namespace tokenlease {
+
+// Options of a DirectLimiter. Validated by DirectLimiter::Create.
+struct DirectLimiterOptions {
+  // The connection to use (shared with other limiters). If null, the
+  // limiter creates its own from `redis`.
+  std::shared_ptr<RedisConnection> connection;
+  RedisOptions redis;
+  // Prepended to every key: Redis keys are "{<key_prefix><key>}:<suffix>",
+  // so all keys of one limited key share a Cluster hash slot. Two limiters
+  // (in any process or language) share a limit when prefix, key and spec
+  // are equal. 1 to 256 bytes, no '{' or '}'.
+  std::string key_prefix = "tokenlease:";
+  // Deadline of a decision when the call gives none; 0 means the
+  // connection's RedisOptions::command_timeout.
+  absl::Duration timeout = absl::ZeroDuration();
+};
+
+// A limit decided on Redis, one script call per decision. Thread-safe.
+class DirectLimiter {
+ public:
+  // Called with the decision, or with an error if Redis gave none in time.
+  using DecisionCallback = absl::AnyInvocable<void(absl::StatusOr<Decision>)>;
+  using ReservationCallback =
+      absl::AnyInvocable<void(absl::StatusOr<Reservation>)>;
+
+  // Validates `spec` (ValidateSpec, plus the scripts' limits: whole
+  // microseconds, see docs/lua-protocol.md) and `options`.
+  static absl::StatusOr<std::unique_ptr<DirectLimiter>> Create(
+      LimitSpec spec, DirectLimiterOptions options = {});
+
+  // Asks Redis whether `cost` tokens of `key` may be taken now, and takes
+  // them if so; blocks up to `timeout` (0: options.timeout). The decision's
+  // source is kDirect and its times come from the Redis server's clock.
+  // Errors: InvalidArgument (cost < 0), DeadlineExceeded or Unavailable
+  // (no answer in time; the call may or may not have been counted),
+  // FailedPrecondition (a key of another type is in the way; the message
+  // names it), ResourceExhausted (too many calls queued).
+  absl::StatusOr<Decision> TryAcquire(
+      absl::string_view key, int64_t cost = 1,
+      absl::Duration timeout = absl::ZeroDuration());
+
+  // The same without blocking: `done` runs exactly once, on the connection's
+  // client thread (keep it short), or on the calling thread before this
+  // returns if the call could not be queued.
+  void TryAcquireAsync(absl::string_view key, int64_t cost,
+                       DecisionCallback done,
+                       absl::Duration timeout = absl::ZeroDuration());
+
+  // Borrowing (token bucket and GCRA bands with LimitSpec::max_borrow): takes
+  // `cost` tokens now if they are available within `max_wait` (capped by
+  // max_borrow); the caller must wait Reservation::wait before acting.
+  absl::StatusOr<Reservation> Reserve(
+      absl::string_view key, int64_t cost, absl::Duration max_wait,
+      absl::Duration timeout = absl::ZeroDuration());
+  void ReserveAsync(absl::string_view key, int64_t cost,
+                    absl::Duration max_wait, ReservationCallback done,
+                    absl::Duration timeout = absl::ZeroDuration());
+
+  const LimitSpec& spec() const { return spec_; }
+  const std::string& key_prefix() const { return options_.key_prefix; }
+  RedisConnection& connection() const { return *connection_; }
+
+ private:
+  DirectLimiter(LimitSpec spec, DirectLimiterOptions options,
+                std::shared_ptr<RedisConnection> connection);
+  void Submit(absl::string_view key, int64_t cost, int64_t max_wait_us,
+              absl::Duration timeout, ReservationCallback done);
+
+  const LimitSpec spec_;
+  const DirectLimiterOptions options_;
+  const std::shared_ptr<RedisConnection> connection_;
+};
+
+}  // namespace tokenlease
+
+#endif  // TOKENLEASE_DIRECT_H_

@@ -1,0 +1,855 @@
+-- tokenlease acquire, protocol 1. docs/lua-protocol.md is the contract.
+-- Mirrors the local engine (src/local/band_eval_inl.h, sliding_log.cc) in
+-- whole microseconds with exact integer arithmetic: Lua numbers are doubles,
+-- so every quantity is kept below 2^53 (ValidateScriptSpec bounds the spec).
+--
+-- KEYS: per band i (0-based, in order) "{tag}:b<i>"; a sliding_log band
+--       also has "{tag}:b<i>:m" right after it.
+-- ARGV: 1 "1" (protocol), 2 now_us (-1 = TIME), 3 wanted, 4 minimum,
+--       5 max_wait_us, 6 charge (0/1), 7 max_debt, 8 max_borrow_us,
+--       9 band count n, then 9 fields per band: algorithm, limit, period_us,
+--       burst, refill, anchor, window_offset_us, log_granularity_us,
+--       max_log_entries.
+-- Reply: {granted, remaining, retry_after_us, reset_after_us, now_us, wait_us}
+--
+-- PERFORMANCE NOTES. Redis caches the compiled chunk, but the chunk body
+-- (every `local function`, every table) runs again on each call, and the
+-- embedded Lua is slow: ~50-300 ns per closure (more with upvalues),
+-- ~150-900 ns per table (more with fields), ~300 ns per tonumber(string),
+-- ~400-900 ns per number->string conversion, ~1-3 us per redis.call; all
+-- garbage is also collected later. So this script:
+--  * creates few closures (helpers of a kind only when a band of that kind
+--    is present, the sliding-log code only with a sliding_log band), with
+--    few upvalues (constants are literals: 2^51 = 2251799813685248,
+--    2^52 = 4503599627370496);
+--  * dispatches on the band kind with if-chains, returns results as
+--    multiple values (no result tables), keeps a band's state in the band's
+--    own table, declared in its constructor (no rehash);
+--  * parses "0", "1", "-1" arguments without tonumber, states with one
+--    string.match, writes states with one string.format('%d ...') (exact:
+--    lua_Integer is 64-bit; '%.0f' only beyond 2^53) and passes TTLs and
+--    scores to redis.call as numbers (Redis formats them with %.17g: exact
+--    and without exponent below 1e17);
+--  * uses ZCARD (pcall) as the sliding log's type check instead of TYPE;
+--  * divides with `%` (exact below 2^52) and keeps the long path of muldiv
+--    for larger products only; builds error messages only on errors.
+
+local tonumber = tonumber
+local rcall, rpcall = redis.call, redis.pcall
+local smatch, sformat = string.match, string.format
+
+-- floor(a * b / c) and the remainder, exact for integers 0 <= a < 2^53,
+-- 0 <= b < 2^52, 1 <= c < 2^51 whose quotient is below 2^53.
+local function muldiv(a, b, c)
+  local p = a * b
+  if p < 4503599627370496 then  -- exact product below 2^52: so is p % c
+    local r = p % c
+    return (p - r) / c, r
+  end
+  local floor = math.floor
+  local bq = floor(b / c)
+  local br = b - bq * c
+  if br < 0 then bq = bq - 1; br = br + c elseif br >= c then bq = bq + 1; br = br - c end
+  -- a * br / c by binary long multiplication: R < c keeps 2R + br < 2^53.
+  local hi = 1
+  while hi * 2 <= a do hi = hi * 2 end
+  local x, q, r = a, 0, 0
+  while hi >= 1 do
+    q = q * 2; r = r * 2
+    if r >= c then r = r - c; q = q + 1 end
+    if x >= hi then
+      x = x - hi; r = r + br
+      if r >= c then r = r - c; q = q + 1 end
+    end
+    hi = hi / 2
+  end
+  return a * bq + q, r
+end
+-- floor(a / c) and ceil(a / c) (a >= 0 for dceil).
+local function dfloor(a, c)
+  if a < 4503599627370496 then return (a - a % c) / c end
+  return (muldiv(a, 1, c))
+end
+local function dceil(a, c)
+  if a < 4503599627370496 then
+    local r = a % c
+    if r > 0 then return (a - r) / c + 1 end
+    return (a - r) / c
+  end
+  local q, r = muldiv(a, 1, c)
+  if r > 0 then q = q + 1 end
+  return q
+end
+
+-- An integer argument in [lo, hi], or nil.
+local function int_arg(v, lo, hi)
+  local x
+  if v == '0' then x = 0
+  elseif v == '1' then x = 1
+  elseif v == '-1' then x = -1
+  else
+    x = tonumber(v)
+    if x == nil or x % 1 ~= 0 then return nil end  -- NaN, inf: x % 1 ~= 0
+  end
+  if x < lo or x > hi then return nil end
+  return x
+end
+
+
+---------------------------------------------------------------------------
+-- Arguments. "0", "1" and "-1" are taken without tonumber.
+
+if ARGV[1] ~= '1' then
+  return {err = 'ERR tokenlease acquire: unknown protocol version \'' ..
+          tostring(ARGV[1]) .. '\'; this script speaks version 1'}
+end
+local A = ARGV
+local v = A[2]
+local explicit_now = v == '-1' and -1 or int_arg(v, -1, 4503599627370496)
+if not explicit_now then return {err = 'ERR tokenlease acquire: now_us is ' .. tostring(v) ..
+      '; it must be an integer in [-1, 4503599627370496]'} end
+-- TTL margin beyond the time a state takes to become fresh. With an
+-- explicit now (tests, replays) the caller's time may run slower than
+-- the server's clock that expires keys, so the margin is 10 minutes.
+local MARGIN_MS = explicit_now >= 0 and 600000 or 1000
+v = A[3]
+local wanted = v == '1' and 1 or int_arg(v, 0, 1125899906842624)
+if not wanted then return {err = 'ERR tokenlease acquire: wanted is ' .. tostring(v) ..
+      '; it must be an integer in [0, 1125899906842624]'} end
+v = A[4]
+local minimum = (v == '1' and wanted >= 1) and 1 or int_arg(v, 0, wanted)
+if not minimum then return {err = 'ERR tokenlease acquire: minimum is ' .. tostring(v) ..
+      '; it must be an integer in [0, ' .. sformat('%.0f', wanted) .. ']'} end
+v = A[5]
+local max_wait = v == '0' and 0 or int_arg(v, 0, 4503599627370496)
+if not max_wait then return {err = 'ERR tokenlease acquire: max_wait_us is ' .. tostring(v) ..
+      '; it must be an integer in [0, 4503599627370496]'} end
+v = A[6]
+local charge = v == '0' and 0 or int_arg(v, 0, 1)
+if not charge then return {err = 'ERR tokenlease acquire: charge is ' .. tostring(v) ..
+      '; it must be an integer in [0, 1]'} end
+v = A[7]
+local max_debt = v == '0' and 0 or int_arg(v, 0, 1099511627776)
+if not max_debt then return {err = 'ERR tokenlease acquire: max_debt is ' .. tostring(v) ..
+      '; it must be an integer in [0, 1099511627776]'} end
+v = A[8]
+local max_borrow = v == '0' and 0 or int_arg(v, 0, 31622400000000)
+if not max_borrow then return {err = 'ERR tokenlease acquire: max_borrow_us is ' .. tostring(v) ..
+      '; it must be an integer in [0, 31622400000000]'} end
+
+-- Bands (same layout and checks as release.lua). A band is a table of the
+-- fields its kind uses: kind ('gcra' = smooth token bucket or GCRA, 'step'
+-- = stepwise token bucket, 'fixed', 'counter', 'log'), key, limit, period,
+-- burst; gcra/step: p, l (a token costs p units of 1/l us), tol (gcra:
+-- burst * p); fixed/counter/log: offset, aligned; log: meta, granule, goff,
+-- q, max_entries.
+v = A[9]
+local nb = v == '1' and 1 or int_arg(v, 1, 4)
+if not nb then return {err = 'ERR tokenlease acquire: band count is ' .. tostring(v) ..
+      '; it must be an integer in [1, 4]'} end
+if #A ~= 9 + 9 * nb then
+  return {err = 'ERR tokenlease acquire: expected ' .. (9 + 9 * nb) .. ' arguments for ' ..
+          nb .. ' bands, got ' .. #A}
+end
+local bands, k = {}, 1
+local has_log, has_window, has_step, has_counter = false, false, false, false
+for i = 1, nb do
+  local base = 9 * i
+  local algo = A[base + 1]
+  if algo ~= 'token_bucket' and algo ~= 'gcra' and algo ~= 'fixed_window' and
+     algo ~= 'sliding_counter' and algo ~= 'sliding_log' then
+    return {err = 'ERR tokenlease acquire: bands[' .. (i - 1) .. '].algorithm is \'' ..
+        tostring(algo) ..
+        '\'; one of token_bucket, gcra, fixed_window, sliding_counter, sliding_log'}
+  end
+  v = A[base + 2]
+  local limit = int_arg(v, 1, 1099511627776)
+  if not limit then return {err = 'ERR tokenlease acquire: bands[' .. (i - 1) .. '].limit is ' ..
+      tostring(v) ..
+      '; it must be an integer in [1, 1099511627776]'} end
+  v = A[base + 3]
+  local period = int_arg(v, 1, 158112000000000)
+  if not period then return {err = 'ERR tokenlease acquire: bands[' .. (i - 1) .. '].period_us is ' ..
+      tostring(v) ..
+      '; it must be an integer in [1, 158112000000000]'} end
+  v = A[base + 4]
+  local burst = v == '0' and 0 or int_arg(v, 0, 1099511627776)
+  if not burst then return {err = 'ERR tokenlease acquire: bands[' .. (i - 1) .. '].burst is ' ..
+      tostring(v) ..
+      '; it must be an integer in [0, 1099511627776]'} end
+  local refill = A[base + 5]
+  if refill ~= 'smooth' and refill ~= 'stepwise' then
+    return {err = 'ERR tokenlease acquire: bands[' .. (i - 1) .. '].refill is \'' ..
+            tostring(refill) .. '\'; smooth or stepwise'}
+  end
+  local anchor = A[base + 6]
+  if anchor ~= 'aligned' and anchor ~= 'first_request' then
+    return {err = 'ERR tokenlease acquire: bands[' .. (i - 1) .. '].anchor is \'' ..
+            tostring(anchor) .. '\'; aligned or first_request'}
+  end
+  v = A[base + 7]
+  local off = v == '0' and 0 or int_arg(v, -2251799813685248, 2251799813685248)
+  if not off then
+    return {err = 'ERR tokenlease acquire: bands[' .. (i - 1) .. '].window_offset_us is ' ..
+      tostring(v) ..
+      '; it must be an integer in [-2251799813685248, 2251799813685248]'}
+  end
+  v = A[base + 8]
+  local granule = v == '0' and 0 or int_arg(v, 0, period)
+  if not granule then return {err = 'ERR tokenlease acquire: bands[' .. (i - 1) .. '].log_granularity_us is ' ..
+      tostring(v) ..
+      '; it must be an integer in [0, ' .. sformat('%.0f', period) .. ']'} end
+  v = A[base + 9]
+  local max_entries = v == '0' and 0 or int_arg(v, 0, 1048576)
+  if not max_entries then
+    return {err = 'ERR tokenlease acquire: bands[' .. (i - 1) .. '].max_log_entries is ' ..
+      tostring(v) ..
+      '; it must be an integer in [0, 1048576]'}
+  end
+  if max_entries == 0 then max_entries = 256 end
+  if max_entries < 2 then
+    return {err = 'ERR tokenlease acquire: bands[' .. (i - 1) ..
+            '].max_log_entries must be 0 or >= 2'}
+  end
+  local key = KEYS[k]; k = k + 1
+  if algo == 'token_bucket' or algo == 'gcra' then
+    if burst == 0 then burst = limit end
+    local kind = (algo == 'gcra' or refill == 'smooth') and 'gcra' or 'step'
+    if kind == 'step' then has_step = true end
+    local g, h = period, limit
+    while h > 0 do g, h = h, g % h end
+    local p, l, tol = period / g, limit / g, false
+    if kind == 'gcra' then
+      tol = burst * p
+      if tol + max_borrow * l >= 2251799813685248 then
+        return {err = 'ERR tokenlease acquire: bands[' .. (i - 1) .. '].burst * period / limit (+ max_borrow) is beyond the exact range (2^51 units of 1/limit us)'}
+      end
+    elseif (burst + limit - 1 - (burst + limit - 1) % limit) / limit * period +
+           max_borrow + period >= 2251799813685248 then
+      return {err = 'ERR tokenlease acquire: bands[' .. (i - 1) .. '].time to refill burst (+ max_borrow) is beyond 2^51 us'}
+    end
+    -- The state fields are set by the load (declared here: no rehash).
+    if kind == 'gcra' then
+      bands[i] = {kind = kind, key = key, limit = limit, period = period, burst = burst,
+                  p = p, l = l, tol = tol, far = false, d = 0, tn = 0, f = 0, allowed = 0}
+    else
+      bands[i] = {kind = kind, key = key, limit = limit, period = period, burst = burst,
+                  p = p, l = l, tokens = 0, anchor = 0}
+    end
+  else
+    local offset = off % period  -- exact: |off| <= 2^51
+    has_window = true
+    if algo == 'fixed_window' then
+      bands[i] = {kind = 'fixed', key = key, limit = limit, period = period, burst = limit,
+                  offset = offset, aligned = anchor == 'aligned', start = 0, count = 0,
+                  left = 0}
+    elseif algo == 'sliding_counter' then
+      has_counter = true
+      bands[i] = {kind = 'counter', key = key, limit = limit, period = period,
+                  burst = limit, offset = offset, aligned = anchor == 'aligned', start = 0,
+                  prev = 0, cur = 0, w = 0}
+    else
+      has_log = true
+      local meta, goff, q = KEYS[k], false, false
+      k = k + 1
+      if granule > 0 then
+        goff = off % granule
+      elseif limit > max_entries then
+        -- The local engine's quantum ceil(period_ns / max_log_entries) ns;
+        -- entries are scored by quantum index k (time k * q ns).
+        local r
+        q, r = muldiv(period, 1000, max_entries)
+        if r > 0 then q = q + 1 end
+        if q < 1000 or q >= 2251799813685248 then
+          return {err = 'ERR tokenlease acquire: bands[' .. (i - 1) .. '].period / max_log_entries must be between 1us and 2^51 ns'}
+        end
+      end
+      bands[i] = {kind = 'log', key = key, meta = meta, limit = limit, period = period,
+                  burst = limit, offset = offset, aligned = anchor == 'aligned',
+                  granule = granule, goff = goff, q = q, max_entries = max_entries,
+                  total = 0, latest = 0, at = 0, count = 0, newest_score = false,
+                  newest_tokens = false, newest_member = false}
+    end
+  end
+end
+if #KEYS ~= k - 1 then
+  return {err = 'ERR tokenlease acquire: expected ' .. (k - 1) .. ' keys, got ' .. #KEYS}
+end
+
+local now
+if explicit_now >= 0 then
+  now = explicit_now
+else
+  local t = rcall('TIME')
+  now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+end
+local W = max_wait < max_borrow and max_wait or max_borrow
+
+---------------------------------------------------------------------------
+-- Per band kind, a state s (a table) is loaded and normalised to `now`;
+-- admits(b, s, cost) says whether cost fits; eval(b, s, cost) returns
+-- admit, remaining, wait, reset (and for commit the new debt / tokens);
+-- commit(b, s, cost, x) stores the grant. W is the borrowing allowance
+-- min(max_wait, max_borrow) in microseconds.
+--
+-- gcra: state "t f l": TAT = t + f / l us, f in [0, l). s.d = TAT - now in
+--   units of 1/l us (the debt); a token costs p units.
+-- step: "tokens anchor" (tokens < 0 while borrowed).
+-- fixed: "start count".
+-- counter: "start prev cur" (start aligned). The estimate is
+--   prev * (P - e) / P + cur; w = ceil(prev * (P - e) / P) makes the
+--   integer test "cur + cost + w <= limit" exact.
+-- log: a ZSET of grants, one member "<score>:<tokens>" per distinct record
+--   time (score = time in us, or quantum index k for time k * q ns), plus
+--   "{tag}:b<i>:m" = "total latest". See LOG below.
+
+-- Helpers made only when a band of their kind is present (a closure costs).
+local aligned_start, step_wait, counter_reset
+if has_window then
+  aligned_start = function(t, len, off)
+    if t >= off then return off + dfloor(t - off, len) * len end
+    return off - len
+  end
+end
+if has_step then
+  -- Stepwise: time until `tokens` reaches target.
+  step_wait = function(b, tokens, anchor, target)
+    if tokens >= target then return 0 end
+    local w = anchor + dceil(target - tokens, b.limit) * b.period - now
+    return w > 0 and w or 0
+  end
+end
+if has_counter then
+  -- Sliding counter: time until the window's counts stop mattering.
+  counter_reset = function(b, s, final_cur)
+    if final_cur > 0 then return s.start + 2 * b.period - now end
+    if s.prev > 0 then
+      local x = s.start + b.period - now
+      return x > 0 and x or 0
+    end
+    return 0
+  end
+end
+
+local LOG  -- the sliding-log functions, made only when a band needs them
+if has_log then
+  -- Reads the meta "total latest" (nil if the key does not exist), or
+  -- false and the error reply for a key of another type.
+  local function read_meta(key)
+    local v = rpcall('GET', key)
+    if not v then return nil end
+    if v.err then
+      return false, {err = 'WRONGTYPE tokenlease: key \'' .. key .. '\' holds a ' ..
+                     rcall('TYPE', key).ok ..
+                     ', not the string tokenlease keeps there; delete or rename it'}
+    end
+    local out = {}
+    for w in string.gmatch(v, '%S+') do out[#out + 1] = tonumber(w) end
+    return out[1], out[2]
+  end
+  -- An entry's end of life (time + period) minus `at`, in whole us (rounded up).
+  local function left(b, score, at)
+    if b.q then
+      local x, r = muldiv(score, b.q, 1000)
+      if r > 0 then x = x + 1 end
+      return x + b.period - at
+    end
+    return score + b.period - at
+  end
+  local function parse_member(m)
+    local sc, tok = smatch(m, '^(%d+):(%d+)$')
+    return tonumber(sc), tonumber(tok)
+  end
+  -- '%d' is exact and cheaper; '%.0f' (as before) beyond 2^53.
+  local function fmt(x)
+    if x < 9007199254740992 and x > -9007199254740992 then return sformat('%d', x) end
+    return sformat('%.0f', x)
+  end
+  -- Where a grant evaluated at s.at is recorded (score).
+  local function record_score(b, s)
+    local t = s.at
+    if b.granule > 0 then
+      t = aligned_start(t, b.granule, b.goff)
+    elseif b.q then
+      local r
+      t, r = muldiv(t, 1000, b.q)
+      if r > 0 then t = t + 1 end
+    end
+    if s.count > 0 and s.newest_score > t then t = s.newest_score end
+    return t
+  end
+  local function load(b)
+    -- ZCARD is the type check (an error reply on a key of another type).
+    local count = rpcall('ZCARD', b.key)
+    if type(count) == 'table' then
+      local t = rcall('TYPE', b.key).ok
+      return nil, {err = 'WRONGTYPE tokenlease: key \'' .. b.key .. '\' holds a ' .. t ..
+                   ', not the zset tokenlease keeps there; delete or rename it'}
+    end
+    local total, latest = read_meta(b.meta)
+    if total == false then return nil, latest end
+    local s = b  -- the state lives in the band table
+    s.total = 0; s.latest = now; s.at = 0; s.count = 0
+    s.newest_score = false; s.newest_tokens = false; s.newest_member = false
+    if total then
+      s.total = total; s.latest = math.max(latest, now)
+    else  -- no meta (deleted by hand?): count what the log holds
+      for _, m in ipairs(rcall('ZRANGE', b.key, 0, -1)) do
+        local _, tok = parse_member(m)
+        s.total = s.total + tok
+      end
+    end
+    local at = s.latest  -- expiry is irreversible: evaluate at the latest time
+    s.at = at
+    if at - b.period >= 0 then
+      local kmax = at - b.period
+      if b.q then kmax = (muldiv(kmax, 1000, b.q)) end
+      if kmax >= 1e17 then kmax = sformat('%.0f', kmax) end
+      local dead = rcall('ZRANGEBYSCORE', b.key, '-inf', kmax)
+      for _, m in ipairs(dead) do
+        local _, tok = parse_member(m)
+        s.total = s.total - tok
+      end
+      if #dead > 0 then
+        rcall('ZREMRANGEBYSCORE', b.key, '-inf', kmax)  -- exactly `dead`
+        count = count - #dead
+      end
+    end
+    s.count = count
+    if s.count == 0 then s.total = 0 end
+    if s.count > 0 then
+      local last = rcall('ZRANGE', b.key, -1, -1)
+      s.newest_score, s.newest_tokens = parse_member(last[1])
+      s.newest_member = last[1]
+    end
+    return s
+  end
+  local function eval(b, s, cost)
+    local newest = s.count > 0 and left(b, s.newest_score, now) or 0
+    if s.total + cost <= b.limit then
+      return true, b.limit - s.total - cost, 0,
+             cost > 0 and left(b, record_score(b, s), now) or newest
+    end
+    local rem = b.limit - s.total
+    if rem < 0 then rem = 0 end
+    if cost > b.limit then return false, rem, -1, newest end
+    local must = s.total + cost - b.limit
+    local expired, from = 0, 0
+    while from < s.count do  -- bounded: at most max_log_entries + 1 entries
+      local page = rcall('ZRANGE', b.key, from, from + 127)
+      if #page == 0 then break end
+      for _, m in ipairs(page) do
+        local sc, tok = parse_member(m)
+        expired = expired + tok
+        if expired >= must then
+          local w = left(b, sc, now)
+          return false, rem, w > 0 and w or 0, newest
+        end
+      end
+      from = from + 128
+    end
+    return false, rem, 0, newest
+  end
+  local function save(b, s)
+    if s.count == 0 then
+      rcall('DEL', b.key, b.meta)
+      return
+    end
+    local x = left(b, s.newest_score, now)
+    local ms = dceil(x > 1 and x or 1, 1000) + MARGIN_MS
+    if ms >= 1e17 then ms = sformat('%.0f', ms) end
+    rcall('SET', b.meta, fmt(s.total) .. ' ' .. fmt(s.latest), 'PX', ms)
+    rcall('PEXPIRE', b.key, ms)
+  end
+  local function save_all()
+    for i = 1, nb do
+      if bands[i].kind == 'log' then save(bands[i], bands[i]) end
+    end
+  end
+  local function record(b, s, cost)
+    if cost <= 0 then return end
+    local t = record_score(b, s)
+    s.total = s.total + cost
+    if s.count > 0 and t == s.newest_score then
+      rcall('ZREM', b.key, s.newest_member)
+      s.newest_tokens = s.newest_tokens + cost
+    else
+      -- Up to max_log_entries + 1 entries; beyond, fold the oldest into the
+      -- next one (its tokens then count longer: stricter, never looser).
+      if s.count > b.max_entries then
+        local two = rcall('ZRANGE', b.key, 0, 1)
+        local _, t0 = parse_member(two[1])
+        local sc1, t1 = parse_member(two[2])
+        rcall('ZREM', b.key, two[1], two[2])
+        rcall('ZADD', b.key, fmt(sc1), fmt(sc1) .. ':' .. fmt(t0 + t1))
+        s.count = s.count - 1
+      end
+      s.count = s.count + 1
+      s.newest_tokens = cost
+    end
+    s.newest_score = t
+    local ts = fmt(t)
+    s.newest_member = ts .. ':' .. fmt(s.newest_tokens)
+    rcall('ZADD', b.key, ts, s.newest_member)
+  end
+  -- One constructor: adding fields one by one would rehash the table.
+  LOG = {left = left, load = load, eval = eval, save = save, save_all = save_all,
+         record = record}
+end
+
+
+---------------------------------------------------------------------------
+-- Load every band's state.
+
+-- The state of a band lives in its table (fewer tables per call): states[i]
+-- is bands[i].
+local states = bands
+for i = 1, nb do
+  local b = bands[i]
+  local kind = b.kind
+  if kind == 'log' then
+    local s, e = LOG.load(b)
+    if not s then return e end
+  else
+    -- The string state "n1 n2 [n3]" (nil if the key does not exist). The
+    -- usual layout takes one string.match; anything else is split on
+    -- whitespace as before.
+    local x, y, z
+    local str = rpcall('GET', b.key)
+    if str then
+      if str.err then  -- a string has no field err; an error reply does
+        return {err = 'WRONGTYPE tokenlease: key \'' .. b.key .. '\' holds a ' ..
+                rcall('TYPE', b.key).ok ..
+                ', not the string tokenlease keeps there; delete or rename it'}
+      end
+      x, y, z = smatch(str, '^(%S+) (%S+) ?(%S*)$')
+      if x then
+        x, y = tonumber(x), tonumber(y)
+        if z == '' then z = nil
+        else
+          z = tonumber(z)
+          if z == nil then x = nil end
+        end
+      end
+      if not (x and y) then
+        local out = {}
+        for w in string.gmatch(str, '%S+') do out[#out + 1] = tonumber(w) end
+        x, y, z = out[1], out[2], out[3]
+      end
+    end
+    if kind == 'gcra' then
+      local t, f, l = x, y, z
+      local far, d, tn = false, 0, 0
+      if t and t >= now then
+        f = f or 0; l = l or b.l
+        if l ~= b.l then
+          local r
+          f, r = muldiv(f, b.l, l)
+          if r > 0 then f = f + 1 end
+          if f >= b.l then t = t + 1; f = 0 end
+        end
+        tn = t - now
+        if tn * b.l >= 2251799813685248 then  -- far ahead (clock stepped back): deny all
+          far = true
+        else
+          d = tn * b.l + f
+        end
+      end
+      b.far = far; b.d = d; b.tn = tn; b.f = f; b.allowed = b.tol + W * b.l
+    elseif kind == 'step' then
+      local tokens, anchor = x, y
+      if not tokens then tokens = b.burst; anchor = now end
+      local elapsed = now - anchor
+      if elapsed >= b.period then  -- a clock step back refills nothing
+        local steps = dfloor(elapsed, b.period)
+        anchor = anchor + steps * b.period
+        if tokens >= b.burst or steps >= dceil(b.burst - tokens, b.limit) then
+          tokens = b.burst
+        else
+          tokens = tokens + steps * b.limit
+        end
+      end
+      b.tokens = tokens; b.anchor = anchor
+    elseif kind == 'fixed' then
+      local start, count = x, y
+      if not start then count = 0 end
+      if start == nil or now - start >= b.period then  -- before start: same window
+        start = b.aligned and aligned_start(now, b.period, b.offset) or now
+        count = 0
+      end
+      b.start = start; b.count = count; b.left = start + b.period - now
+    else  -- counter
+      local start, prev, cur = x, y, z
+      local P = b.period
+      if not start then prev = 0; cur = 0 end
+      local since = start and now - start or 2 * P
+      if since >= P then
+        if since < 2 * P then
+          prev = cur; start = start + P
+        else
+          prev = 0; start = aligned_start(now, P, b.offset)
+        end
+        cur = 0
+      end
+      local el = now - start
+      if el < 0 then el = 0 end
+      local w = 0
+      if prev > 0 then
+        local r
+        w, r = muldiv(prev, P - el, P)
+        if r > 0 then w = w + 1 end
+      end
+      b.start = start; b.prev = prev; b.cur = cur; b.w = w
+    end
+  end
+end
+
+
+-- Stores the grant of `cost` (x: gcra the new debt, step the tokens after).
+local function commit(b, s, cost, x)
+  local kind = b.kind
+  local reset, f1, f2, f3
+  if kind == 'gcra' then
+    if x <= 0 then rcall('DEL', b.key); return end
+    local whole, frac = muldiv(x, 1, b.l)
+    reset, f1, f2, f3 = dceil(x, b.l), now + whole, frac, b.l
+  elseif kind == 'step' then
+    s.tokens = x
+    reset, f1, f2 = step_wait(b, x, s.anchor, b.burst), x, s.anchor
+  elseif kind == 'fixed' then
+    local count = s.count + cost
+    s.count = count
+    reset, f1, f2 = count > 0 and s.left or 0, s.start, count
+  elseif kind == 'counter' then
+    local cur = s.cur + cost
+    s.cur = cur
+    reset, f1, f2, f3 = counter_reset(b, s, cur), s.start, s.prev, cur
+  else
+    LOG.record(b, s, cost)
+    return
+  end
+  -- SET "f1 f2 [f3]" with a TTL of reset + 1 s, or DEL. '%d' is exact
+  -- (64-bit lua_Integer) and much cheaper than '%.0f', which is kept for
+  -- values beyond 2^53 (only from nonsense input).
+  if reset <= 0 then rcall('DEL', b.key); return end
+  local str
+  if f1 < 9007199254740992 and f1 > -9007199254740992 and
+     f2 < 9007199254740992 and f2 > -9007199254740992 then
+    if f3 == nil then
+      str = sformat('%d %d', f1, f2)
+    elseif f3 < 9007199254740992 and f3 > -9007199254740992 then
+      str = sformat('%d %d %d', f1, f2, f3)
+    end
+  end
+  if str == nil then
+    str = f3 == nil and sformat('%.0f %.0f', f1, f2) or sformat('%.0f %.0f %.0f', f1, f2, f3)
+  end
+  -- Redis formats a number argument with %.17g: exact, no exponent below
+  -- 1e17; beyond (only from nonsense input), '%.0f' as before.
+  local ms = dceil(reset, 1000) + MARGIN_MS
+  rcall('SET', b.key, str, 'PX', ms < 1e17 and ms or sformat('%.0f', ms))
+end
+
+
+if charge == 1 then
+  local charged, remaining, reset = wanted, nil, 0
+  for i = 1, nb do
+    local b, s = bands[i], states[i]
+    local kind, take, rem, rst = b.kind, 0
+    -- Charge up to `wanted` within max_debt.
+    if kind == 'gcra' then
+      if not s.far then
+        -- Debt stays below 2^51 units so that every later load is exact.
+        local cap = b.tol + max_debt * b.p
+        if cap > 2251799813685248 then cap = 2251799813685248 end
+        if s.d < cap then
+          take = dfloor(cap - s.d, b.p)
+          if wanted < take then take = wanted end
+        end
+        if take > 0 then s.d = s.d + take * b.p; commit(b, s, take, s.d) end
+      end
+    elseif kind == 'step' then
+      -- Keep the time to refill below 2^51 us (exact arithmetic).
+      local md = max_debt
+      local max_steps = dfloor(2251799813685248 - max_borrow, b.period) - 1
+      if dceil(md + b.burst, b.limit) > max_steps then
+        md = max_steps * b.limit - b.burst
+        if md < 0 then md = 0 end
+      end
+      take = s.tokens + md
+      if wanted < take then take = wanted end
+      if take < 0 then take = 0 end
+      if take > 0 then commit(b, s, take, s.tokens - take) end
+    else
+      if kind == 'fixed' then
+        take = b.limit + max_debt - s.count
+      elseif kind == 'counter' then
+        take = b.limit + max_debt - s.w - s.cur
+      else
+        take = b.limit + max_debt - s.total
+      end
+      if wanted < take then take = wanted end
+      if take < 0 then take = 0 end
+      if take > 0 then commit(b, s, take) end
+    end
+    if take < charged then charged = take end
+    -- remaining, reset of the state after it.
+    if kind == 'gcra' then
+      if s.far then
+        rem, rst = 0, s.tn + (s.f > 0 and 1 or 0)
+      else
+        rem, rst = s.d <= b.tol and dfloor(b.tol - s.d, b.p) or 0, dceil(s.d, b.l)
+      end
+    elseif kind == 'step' then
+      rem, rst = s.tokens > 0 and s.tokens or 0, step_wait(b, s.tokens, s.anchor, b.burst)
+    elseif kind == 'fixed' then
+      rem, rst = b.limit - s.count, s.count > 0 and s.left or 0
+    elseif kind == 'counter' then
+      rem, rst = b.limit - s.cur - s.w, counter_reset(b, s, s.cur)
+    else
+      rem, rst = b.limit - s.total, s.count > 0 and LOG.left(b, s.newest_score, now) or 0
+    end
+    if rem < 0 then rem = 0 end
+    if remaining == nil or rem < remaining then remaining = rem end
+    if rst > reset then reset = rst end
+  end
+  if has_log then LOG.save_all() end
+  return {charged, remaining, 0, reset, now, 0}
+end
+
+local function admits(b, s, cost)
+  local kind = b.kind
+  if kind == 'gcra' then
+    if s.far then return false end
+    local need = cost * b.p
+    return need < 4503599627370496 and need <= s.allowed - s.d
+  elseif kind == 'step' then
+    local after = s.tokens - cost
+    if after >= 0 then return true end
+    if W <= 0 then return false end
+    return step_wait(b, after, s.anchor, 0) <= W
+  elseif kind == 'fixed' then
+    return s.count + cost <= b.limit
+  elseif kind == 'counter' then
+    return s.cur + cost + s.w <= b.limit
+  end
+  return s.total + cost <= b.limit
+end
+
+-- admit, remaining, wait, reset, x (gcra: new debt; step: tokens after).
+local function eval(b, s, cost)
+  local kind = b.kind
+  if kind == 'gcra' then
+    local need = cost * b.p
+    if need >= 4503599627370496 then need = nil end
+    local tol = b.tol
+    if s.far then
+      local wait = -1
+      if cost <= b.burst then
+        local a = s.f + need - tol
+        wait = s.tn + (a >= 0 and dceil(a, b.l) or -dfloor(-a, b.l))
+      end
+      return false, 0, wait, s.tn + (s.f > 0 and 1 or 0)
+    end
+    local d = s.d
+    if need ~= nil and need <= s.allowed - d then
+      local nd = d + need
+      if nd <= tol then
+        return true, dfloor(tol - nd, b.p), 0, dceil(nd, b.l), nd
+      end
+      return true, 0, dceil(nd - tol, b.l), dceil(nd, b.l), nd
+    end
+    return false, d <= tol and dfloor(tol - d, b.p) or 0,
+           cost > b.burst and -1 or dceil(d + need - tol, b.l), dceil(d, b.l)
+  elseif kind == 'step' then
+    local tokens, anchor = s.tokens, s.anchor
+    local after = tokens - cost
+    if admits(b, s, cost) then
+      return true, after > 0 and after or 0,
+             after >= 0 and 0 or step_wait(b, after, anchor, 0),
+             step_wait(b, after, anchor, b.burst), after
+    end
+    return false, tokens > 0 and tokens or 0,
+           cost > b.burst and -1 or step_wait(b, tokens, anchor, cost),
+           step_wait(b, tokens, anchor, b.burst)
+  elseif kind == 'fixed' then
+    local count, limit = s.count, b.limit
+    if count + cost <= limit then
+      return true, limit - count - cost, 0, count + cost > 0 and s.left or 0
+    end
+    return false, limit - count > 0 and limit - count or 0,
+           cost > limit and -1 or s.left, count > 0 and s.left or 0
+  elseif kind == 'counter' then
+    local cur, w, limit = s.cur, s.w, b.limit
+    local after = cur + cost
+    if after + w <= limit then
+      local x = limit - after - w
+      return true, x > 0 and x or 0, 0, counter_reset(b, s, after)
+    end
+    local x = limit - cur - w
+    local wait
+    if cost > limit then
+      wait = -1
+    else
+      -- Smallest e in [0, P] with weight * (P - e) <= room * P.
+      local P, weight, room, base = b.period
+      if after <= limit then
+        weight, room, base = s.prev, limit - after, s.start
+      else
+        weight, room, base = cur, limit - cost, s.start + P
+      end
+      local span = (muldiv(room, P, weight))
+      wait = base + (span >= P and 0 or P - span) - now
+      if wait < 0 then wait = 0 end
+    end
+    return false, x > 0 and x or 0, wait, counter_reset(b, s, cur)
+  end
+  return LOG.eval(b, s, cost)
+end
+
+local admitted = true
+for i = 1, nb do
+  if not admits(bands[i], states[i], minimum) then admitted = false; break end
+end
+
+if admitted then
+  -- The largest amount in [minimum, wanted] every band admits (admission is
+  -- monotone in the cost), by bisection: at most 51 steps.
+  local lo, hi = minimum, wanted
+  while lo < hi do
+    local d = hi - lo
+    local mid = lo + (d - d % 2) / 2 + d % 2  -- lo + ceil((hi - lo) / 2)
+    local ok = true
+    for i = 1, nb do
+      if not admits(bands[i], states[i], mid) then ok = false; break end
+    end
+    if ok then lo = mid else hi = mid - 1 end
+  end
+  local remaining, reset, wait = nil, 0, 0
+  for i = 1, nb do
+    local b, s = bands[i], states[i]
+    local _, rem, w, rst, x = eval(b, s, lo)
+    if lo > 0 then commit(b, s, lo, x) end
+    if remaining == nil or rem < remaining then remaining = rem end
+    if rst > reset then reset = rst end
+    if w > wait then wait = w end
+  end
+  if has_log then LOG.save_all() end
+  return {lo, remaining, 0, reset, now, wait}
+end
+
+-- Denied: nothing is charged; bands that would have admitted report their
+-- state without this request, the others how long until it fits.
+local remaining, reset, retry = nil, 0, 0
+for i = 1, nb do
+  local b, s = bands[i], states[i]
+  local admit, rem, w, rst = eval(b, s, minimum)
+  if admit then admit, rem, w, rst = eval(b, s, 0) end
+  if remaining == nil or rem < remaining then remaining = rem end
+  if rst > reset then reset = rst end
+  if not admit and retry ~= -1 then
+    if w == -1 then retry = -1 elseif w > retry then retry = w end
+  end
+end
+if has_log then LOG.save_all() end
+return {0, remaining, retry, reset, now, 0}

@@ -1,0 +1,173 @@
+// DirectLimiter: one acquire-script call per decision.
+#include <utility>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "redis/notification.h"
+#include "redis/redis_client.h"
+#include "redis/script_call.h"
+#include "tokenlease/direct.h"
+#include "tokenlease_lua/scripts.h"
+
+namespace tokenlease {
+namespace {
+
+// Debian's absl::string_view is its own type, not std::string_view.
+constexpr internal::LuaScript kAcquire{
+    absl::string_view(internal::lua::kAcquireSha1.data(),
+                      internal::lua::kAcquireSha1.size()),
+    absl::string_view(internal::lua::kAcquireScript.data(),
+                      internal::lua::kAcquireScript.size())};
+
+absl::Status ValidateOptions(const DirectLimiterOptions& o) {
+  if (o.key_prefix.empty() || o.key_prefix.size() > 256 ||
+      absl::StrContains(o.key_prefix, "{") ||
+      absl::StrContains(o.key_prefix, "}")) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "DirectLimiterOptions.key_prefix \"", o.key_prefix,
+        "\" must be 1 to 256 bytes without '{' or '}' (the prefix and key "
+        "form the Redis Cluster hash tag)"));
+  }
+  if (o.timeout < absl::ZeroDuration() || o.timeout > absl::Minutes(1)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "DirectLimiterOptions.timeout is ", absl::FormatDuration(o.timeout),
+        "; it must be between 0 (the connection's "
+        "command_timeout) and 1m"));
+  }
+  if (o.connection == nullptr) return ValidateRedisOptions(o.redis);
+  return absl::OkStatus();
+}
+
+// Waits for an asynchronous result. The state is shared so that a callback
+// arriving after the waiter gave up (it cannot: the client bounds every
+// command by its deadline) would still be safe.
+template <typename T>
+struct Rendezvous {
+  internal::Notification done;
+  absl::StatusOr<T> result;
+};
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<DirectLimiter>> DirectLimiter::Create(
+    LimitSpec spec, DirectLimiterOptions options) {
+  if (absl::Status s = ValidateSpec(spec); !s.ok()) return s;
+  if (absl::Status s = internal::ValidateScriptSpec(spec); !s.ok()) return s;
+  if (absl::Status s = ValidateOptions(options); !s.ok()) return s;
+  std::shared_ptr<RedisConnection> connection = options.connection;
+  if (connection == nullptr) {
+    absl::StatusOr<std::shared_ptr<RedisConnection>> created =
+        RedisConnection::Create(options.redis);
+    if (!created.ok()) return created.status();
+    connection = *std::move(created);
+  }
+  return std::unique_ptr<DirectLimiter>(new DirectLimiter(
+      std::move(spec), std::move(options), std::move(connection)));
+}
+
+DirectLimiter::DirectLimiter(LimitSpec spec, DirectLimiterOptions options,
+                             std::shared_ptr<RedisConnection> connection)
+    : spec_(std::move(spec)),
+      options_(std::move(options)),
+      connection_(std::move(connection)) {}
+
+void DirectLimiter::Submit(absl::string_view key, int64_t cost,
+                           int64_t max_wait_us, absl::Duration timeout,
+                           ReservationCallback done) {
+  if (cost < 0) {
+    done(absl::InvalidArgumentError(
+        absl::StrCat("cost is ", cost, "; it must be >= 0")));
+    return;
+  }
+  internal::AcquireArgs args;
+  args.wanted = cost;
+  args.minimum = cost;
+  args.max_wait_us = max_wait_us;
+  std::vector<std::string> argv = internal::AcquireArguments(
+      spec_, options_.key_prefix, std::string_view(key.data(), key.size()),
+      args);
+  if (timeout <= absl::ZeroDuration()) timeout = options_.timeout;
+  // The callback is shared between the submit and its failure path: Submit
+  // does not call it when it returns an error.
+  auto shared = std::make_shared<ReservationCallback>(std::move(done));
+  absl::Status queued = connection_->client().SubmitScript(
+      kAcquire, std::move(argv),
+      [shared](absl::StatusOr<internal::RedisReply> reply) {
+        if (!reply.ok()) {
+          (*shared)(reply.status());
+          return;
+        }
+        absl::StatusOr<internal::AcquireResult> result =
+            internal::ParseAcquireReply(*reply);
+        if (!result.ok()) {
+          (*shared)(result.status());
+          return;
+        }
+        Reservation r;
+        r.decision = internal::ToDecision(*result, DecisionSource::kDirect);
+        r.granted = result->granted > 0;
+        r.wait_ns = r.granted ? result->wait_us * 1000 : 0;
+        (*shared)(r);
+      },
+      timeout);
+  if (!queued.ok()) (*shared)(queued);
+}
+
+void DirectLimiter::TryAcquireAsync(absl::string_view key, int64_t cost,
+                                    DecisionCallback done,
+                                    absl::Duration timeout) {
+  Submit(key, cost, 0, timeout,
+         [done = std::move(done)](absl::StatusOr<Reservation> r) mutable {
+           if (!r.ok()) {
+             done(r.status());
+           } else {
+             done(r->decision);
+           }
+         });
+}
+
+absl::StatusOr<Decision> DirectLimiter::TryAcquire(absl::string_view key,
+                                                   int64_t cost,
+                                                   absl::Duration timeout) {
+  auto state = std::make_shared<Rendezvous<Decision>>();
+  TryAcquireAsync(
+      key, cost,
+      [state](absl::StatusOr<Decision> d) {
+        state->result = std::move(d);
+        state->done.Notify();
+      },
+      timeout);
+  // The client answers every command by its deadline; this wait is bounded
+  // by it (and by shutdown_grace if the connection is being destroyed).
+  state->done.WaitForNotification();
+  return std::move(state->result);
+}
+
+void DirectLimiter::ReserveAsync(absl::string_view key, int64_t cost,
+                                 absl::Duration max_wait,
+                                 ReservationCallback done,
+                                 absl::Duration timeout) {
+  if (max_wait < absl::ZeroDuration()) max_wait = absl::ZeroDuration();
+  const int64_t max_wait_us =
+      std::min(absl::ToInt64Microseconds(max_wait),
+               absl::ToInt64Microseconds(spec_.max_borrow));
+  Submit(key, cost, max_wait_us, timeout, std::move(done));
+}
+
+absl::StatusOr<Reservation> DirectLimiter::Reserve(absl::string_view key,
+                                                   int64_t cost,
+                                                   absl::Duration max_wait,
+                                                   absl::Duration timeout) {
+  auto state = std::make_shared<Rendezvous<Reservation>>();
+  ReserveAsync(
+      key, cost, max_wait,
+      [state](absl::StatusOr<Reservation> r) {
+        state->result = std::move(r);
+        state->done.Notify();
+      },
+      timeout);
+  state->done.WaitForNotification();
+  return std::move(state->result);
+}
+
+}  // namespace tokenlease

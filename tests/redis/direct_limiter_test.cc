@@ -1,0 +1,287 @@
+// Direct mode end to end: the public API, a real redis-server, real faults.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <thread>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "redis/notification.h"
+#include "redis/redis_server.h"
+#include "tokenlease/direct.h"
+
+namespace tokenlease {
+namespace {
+
+using ::testing::HasSubstr;
+using ::tokenlease::testing::RedisServer;
+
+constexpr absl::Duration kWaitBound = absl::Seconds(20);
+
+class DirectLimiterTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    absl::Status s = server_.Start();
+    ASSERT_TRUE(s.ok()) << s;
+    RedisOptions redis;
+    redis.url = server_.url();
+    redis.reconnect_min_backoff = absl::Milliseconds(5);
+    redis.reconnect_max_backoff = absl::Milliseconds(100);
+    auto conn = RedisConnection::Create(redis);
+    ASSERT_TRUE(conn.ok()) << conn.status();
+    connection_ = *conn;
+  }
+
+  std::unique_ptr<DirectLimiter> Make(LimitSpec spec,
+                                      std::string prefix = "t:") {
+    DirectLimiterOptions options;
+    options.connection = connection_;
+    options.key_prefix = std::move(prefix);
+    options.timeout = absl::Seconds(5);
+    auto limiter = DirectLimiter::Create(std::move(spec), options);
+    EXPECT_TRUE(limiter.ok()) << limiter.status();
+    return limiter.ok() ? *std::move(limiter) : nullptr;
+  }
+
+  // Keys of the server matching `pattern`.
+  std::vector<std::string> Keys(const std::string& pattern) {
+    auto out = server_.Command({"KEYS", pattern});
+    if (!out.ok() || *out == "[]") return {};
+    std::string list = out->substr(1, out->size() - 2);
+    return absl::StrSplit(list, ", ");
+  }
+
+  RedisServer server_;
+  std::shared_ptr<RedisConnection> connection_;
+};
+
+TEST_F(DirectLimiterTest, ExactCountAndDenialFields) {
+  auto limiter = Make(LimitSpec::FixedWindow(5, absl::Hours(1)));
+  for (int i = 0; i < 5; ++i) {
+    auto d = limiter->TryAcquire("user:1");
+    ASSERT_TRUE(d.ok()) << d.status();
+    EXPECT_TRUE(d->allowed) << i;
+    EXPECT_EQ(d->source, DecisionSource::kDirect);
+    EXPECT_EQ(d->remaining, 4 - i);
+  }
+  auto d = limiter->TryAcquire("user:1");
+  ASSERT_TRUE(d.ok()) << d.status();
+  EXPECT_FALSE(d->allowed);
+  EXPECT_GT(d->retry_after_ns, 0);
+  EXPECT_LE(d->retry_after_ns, absl::ToInt64Nanoseconds(absl::Hours(1)));
+  EXPECT_EQ(d->reset_after_ns, d->retry_after_ns);
+  // Another key is independent.
+  d = limiter->TryAcquire("user:2", 5);
+  ASSERT_TRUE(d.ok());
+  EXPECT_TRUE(d->allowed);
+  // A cost above the limit can never be admitted.
+  d = limiter->TryAcquire("user:3", 6);
+  ASSERT_TRUE(d.ok());
+  EXPECT_FALSE(d->allowed);
+  EXPECT_EQ(d->retry_after_ns, kNever);
+}
+
+TEST_F(DirectLimiterTest, TwoProcessesWorthOfLimitersShareOneLimit) {
+  // Two limiters on two connections (as two processes would be) with the
+  // same prefix, key and spec share one limit.
+  RedisOptions redis;
+  redis.url = server_.url();
+  auto other_conn = RedisConnection::Create(redis);
+  ASSERT_TRUE(other_conn.ok());
+  auto a = Make(LimitSpec::TokenBucket(10, absl::Hours(1)));
+  DirectLimiterOptions options;
+  options.connection = *other_conn;
+  options.key_prefix = "t:";
+  auto b = DirectLimiter::Create(LimitSpec::TokenBucket(10, absl::Hours(1)),
+                                 options);
+  ASSERT_TRUE(b.ok());
+  int admitted = 0;
+  for (int i = 0; i < 15; ++i) {
+    auto d = (i % 2 ? a : *b)->TryAcquire("shared");
+    ASSERT_TRUE(d.ok()) << d.status();
+    admitted += d->allowed;
+  }
+  EXPECT_EQ(admitted, 10);
+}
+
+TEST_F(DirectLimiterTest, ManyConcurrentAsyncCallersAdmitExactly) {
+  auto limiter = Make(LimitSpec::SlidingWindowLog(10, absl::Hours(1)));
+  constexpr int kCalls = 64;
+  std::atomic<int> allowed{0}, denied{0}, failed{0};
+  internal::Notification all;
+  for (int i = 0; i < kCalls; ++i) {
+    limiter->TryAcquireAsync("hot", 1, [&](absl::StatusOr<Decision> d) {
+      if (!d.ok()) {
+        failed.fetch_add(1);
+      } else {
+        (d->allowed ? allowed : denied).fetch_add(1);
+      }
+      if (allowed.load() + denied.load() + failed.load() == kCalls) {
+        all.Notify();
+      }
+    });
+  }
+  ASSERT_TRUE(all.WaitForNotificationWithTimeout(kWaitBound));
+  EXPECT_EQ(failed.load(), 0);
+  EXPECT_EQ(allowed.load(), 10);
+  EXPECT_EQ(denied.load(), kCalls - 10);
+  // Pipelined: far fewer writes than calls are not observable here, but
+  // every call was one command.
+  EXPECT_GE(connection_->stats().commands_sent, static_cast<uint64_t>(kCalls));
+}
+
+TEST_F(DirectLimiterTest, ManyThreadsBlockingAdmitExactly) {
+  auto limiter = Make(LimitSpec::Gcra(20, absl::Hours(1)));
+  std::atomic<int> allowed{0}, failed{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 8; ++t) {
+    threads.emplace_back([&] {
+      for (int i = 0; i < 10; ++i) {
+        auto d = limiter->TryAcquire("k");
+        if (!d.ok()) {
+          failed.fetch_add(1);
+        } else if (d->allowed) {
+          allowed.fetch_add(1);
+        }
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(failed.load(), 0);
+  EXPECT_EQ(allowed.load(), 20);
+}
+
+TEST_F(DirectLimiterTest, ReserveBorrowsAndReturnsTheWait) {
+  LimitSpec spec = LimitSpec::TokenBucket(1, absl::Seconds(10));
+  spec.max_borrow = absl::Minutes(1);
+  auto limiter = Make(spec);
+  auto r = limiter->Reserve("b", 1, absl::ZeroDuration());
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_TRUE(r->granted);
+  EXPECT_EQ(r->wait_ns, 0);
+  r = limiter->Reserve("b", 1, absl::Seconds(30));
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_TRUE(r->granted);
+  EXPECT_GT(r->wait(), absl::Seconds(9));
+  EXPECT_LE(r->wait(), absl::Seconds(10));
+  // Not beyond max_wait: nothing is taken.
+  r = limiter->Reserve("b", 1, absl::Seconds(5));
+  ASSERT_TRUE(r.ok());
+  EXPECT_FALSE(r->granted);
+}
+
+TEST_F(DirectLimiterTest, WrongTypeKeyIsAClearErrorNotACrash) {
+  auto limiter = Make(LimitSpec::TokenBucket(5, absl::Minutes(1)));
+  ASSERT_TRUE(limiter->TryAcquire("victim").ok());
+  std::vector<std::string> keys = Keys("*victim*");
+  ASSERT_FALSE(keys.empty());
+  for (const auto& k : keys) {
+    ASSERT_TRUE(server_.Command({"DEL", k}).ok());
+    ASSERT_TRUE(server_.Command({"LPUSH", k, "x"}).ok());
+  }
+  auto d = limiter->TryAcquire("victim");
+  ASSERT_FALSE(d.ok());
+  EXPECT_EQ(d.status().code(), absl::StatusCode::kFailedPrecondition)
+      << d.status();
+  EXPECT_THAT(d.status().message(), HasSubstr("victim"));
+  // The limiter and its connection still work for other keys.
+  d = limiter->TryAcquire("fine");
+  ASSERT_TRUE(d.ok()) << d.status();
+  EXPECT_TRUE(d->allowed);
+}
+
+TEST_F(DirectLimiterTest, SurvivesScriptFlush) {
+  auto limiter = Make(LimitSpec::FixedWindow(3, absl::Hours(1)));
+  ASSERT_TRUE(limiter->TryAcquire("f").ok());
+  ASSERT_TRUE(server_.Command({"SCRIPT", "FLUSH"}).ok());
+  auto d = limiter->TryAcquire("f");
+  ASSERT_TRUE(d.ok()) << d.status();
+  EXPECT_TRUE(d->allowed);
+  EXPECT_EQ(d->remaining, 1);
+  EXPECT_GE(connection_->stats().script_reloads, 1u);
+}
+
+TEST_F(DirectLimiterTest, FrozenServerFailsByTheDeadlineThenRecovers) {
+  auto limiter = Make(LimitSpec::FixedWindow(100, absl::Hours(1)));
+  ASSERT_TRUE(limiter->TryAcquire("z").ok());
+  server_.Pause();
+  const auto start = std::chrono::steady_clock::now();
+  auto d = limiter->TryAcquire("z", 1, absl::Milliseconds(150));
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5));
+  ASSERT_FALSE(d.ok());
+  EXPECT_EQ(d.status().code(), absl::StatusCode::kDeadlineExceeded);
+  server_.Resume();
+  const absl::Time end = absl::Now() + kWaitBound;
+  while (absl::Now() < end) {
+    d = limiter->TryAcquire("z", 1, absl::Milliseconds(300));
+    if (d.ok()) break;
+  }
+  ASSERT_TRUE(d.ok()) << d.status();
+  EXPECT_TRUE(d->allowed);
+}
+
+TEST_F(DirectLimiterTest, KilledServerFailsThenRecoversAfterRestart) {
+  auto limiter = Make(LimitSpec::FixedWindow(100, absl::Hours(1)));
+  ASSERT_TRUE(limiter->TryAcquire("r").ok());
+  server_.Kill();
+  auto d = limiter->TryAcquire("r", 1, absl::Milliseconds(150));
+  ASSERT_FALSE(d.ok());
+  ASSERT_TRUE(server_.Restart().ok());
+  const absl::Time end = absl::Now() + kWaitBound;
+  while (absl::Now() < end) {
+    d = limiter->TryAcquire("r", 1, absl::Milliseconds(300));
+    if (d.ok()) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ASSERT_TRUE(d.ok()) << d.status();
+  // The restarted server has no persistence: the count starts over.
+  EXPECT_EQ(d->remaining, 99);
+}
+
+TEST_F(DirectLimiterTest, CreateRejectsBadInput) {
+  DirectLimiterOptions options;
+  options.connection = connection_;
+  options.key_prefix = "bad{";
+  auto l = DirectLimiter::Create(LimitSpec::Gcra(1, absl::Seconds(1)), options);
+  ASSERT_FALSE(l.ok());
+  EXPECT_THAT(l.status().message(), HasSubstr("key_prefix"));
+  options.key_prefix = "ok:";
+  l = DirectLimiter::Create(LimitSpec::Gcra(0, absl::Seconds(1)), options);
+  ASSERT_FALSE(l.ok());
+  EXPECT_THAT(l.status().message(), HasSubstr("limit"));
+  // The scripts count whole microseconds.
+  l = DirectLimiter::Create(LimitSpec::Gcra(1, absl::Nanoseconds(1500)),
+                            options);
+  ASSERT_FALSE(l.ok());
+  EXPECT_EQ(l.status().code(), absl::StatusCode::kInvalidArgument);
+  auto good = Make(LimitSpec::Gcra(1, absl::Seconds(1)));
+  auto d = good->TryAcquire("neg", -1);
+  ASSERT_FALSE(d.ok());
+  EXPECT_EQ(d.status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST_F(DirectLimiterTest, ServerTimeNotClientTime) {
+  // Decisions use Redis TIME: the reset of a fresh fixed window agrees
+  // with the server's clock.
+  auto limiter = Make(LimitSpec::FixedWindow(1, absl::Seconds(10)));
+  auto d = limiter->TryAcquire("time");
+  ASSERT_TRUE(d.ok());
+  auto t = server_.Command({"TIME"});
+  ASSERT_TRUE(t.ok());
+  std::vector<std::string> parts =
+      absl::StrSplit(t->substr(1, t->size() - 2), ", ");
+  ASSERT_EQ(parts.size(), 2u);
+  const int64_t server_us =
+      std::stoll(parts[0]) * 1000000 + std::stoll(parts[1]);
+  const int64_t window_end_us = (server_us / 10000000 + 1) * 10000000;
+  // reset_after points at the end of the server's current window (within
+  // the time between the two calls).
+  const int64_t predicted_reset_us = window_end_us - server_us;
+  EXPECT_NEAR(d->reset_after_ns / 1000, predicted_reset_us, 1000000);
+}
+
+}  // namespace
+}  // namespace tokenlease

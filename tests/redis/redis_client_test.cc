@@ -1,0 +1,461 @@
+// The client thread against real redis-server processes, with real faults.
+#include "redis/redis_client.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "redis/command_queue.h"
+#include "redis/endpoint.h"
+#include "redis/notification.h"
+#include "redis/redis_server.h"
+#include "tokenlease/redis.h"
+
+namespace tokenlease::internal {
+namespace {
+
+using ::testing::HasSubstr;
+using ::tokenlease::testing::RedisServer;
+using ::tokenlease::testing::RedisServerOptions;
+
+// Every wait in these tests is bounded by this.
+constexpr absl::Duration kWaitBound = absl::Seconds(20);
+
+absl::StatusOr<RedisReply> Call(RedisClient& client,
+                                std::vector<std::string> argv,
+                                absl::Duration timeout = absl::Seconds(5)) {
+  auto result = std::make_shared<absl::StatusOr<RedisReply>>();
+  auto done = std::make_shared<Notification>();
+  absl::Status s = client.Submit(
+      std::move(argv),
+      [result, done](absl::StatusOr<RedisReply> r) {
+        *result = std::move(r);
+        done->Notify();
+      },
+      timeout);
+  if (!s.ok()) return s;
+  if (!done->WaitForNotificationWithTimeout(kWaitBound)) {
+    return absl::InternalError("callback never ran (test bound)");
+  }
+  return *result;
+}
+
+std::shared_ptr<RedisConnection> Connect(const std::string& url,
+                                         RedisOptions options = {}) {
+  options.url = url;
+  options.reconnect_min_backoff = absl::Milliseconds(5);
+  options.reconnect_max_backoff = absl::Milliseconds(100);
+  auto conn = RedisConnection::Create(options);
+  EXPECT_TRUE(conn.ok()) << conn.status();
+  return conn.ok() ? *conn : nullptr;
+}
+
+// Retries `argv` until it succeeds or kWaitBound passes.
+absl::StatusOr<RedisReply> CallUntilOk(RedisClient& client,
+                                       const std::vector<std::string>& argv) {
+  const absl::Time end = absl::Now() + kWaitBound;
+  absl::StatusOr<RedisReply> r;
+  while (absl::Now() < end) {
+    r = Call(client, argv, absl::Milliseconds(500));
+    if (r.ok() && !r->is_error()) return r;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return r;
+}
+
+TEST(EndpointTest, ParsesTcpUnixAndCredentials) {
+  auto ep = ParseRedisUrl("redis://127.0.0.1:6390/2");
+  ASSERT_TRUE(ep.ok()) << ep.status();
+  EXPECT_EQ(ep->host, "127.0.0.1");
+  EXPECT_EQ(ep->port, 6390);
+  EXPECT_EQ(ep->db, 2);
+  EXPECT_TRUE(ep->password.empty());
+
+  ep = ParseRedisUrl("redis://alice:s%40cret@localhost");
+  ASSERT_TRUE(ep.ok()) << ep.status();
+  EXPECT_EQ(ep->user, "alice");
+  EXPECT_EQ(ep->password, "s@cret");
+  EXPECT_EQ(ep->port, 6379);
+
+  ep = ParseRedisUrl("redis://:pw@[::1]:7000");
+  ASSERT_TRUE(ep.ok()) << ep.status();
+  EXPECT_EQ(ep->host, "::1");
+  EXPECT_EQ(ep->port, 7000);
+  EXPECT_EQ(ep->user, "");
+  EXPECT_EQ(ep->password, "pw");
+
+  ep = ParseRedisUrl("unix:///tmp/r.sock?db=3");
+  ASSERT_TRUE(ep.ok()) << ep.status();
+  EXPECT_EQ(ep->socket_path, "/tmp/r.sock");
+  EXPECT_EQ(ep->db, 3);
+  EXPECT_EQ(ep->Describe(), "unix:///tmp/r.sock?db=3");
+}
+
+TEST(EndpointTest, RejectsMalformedUrlsWithHelp) {
+  for (const char* bad :
+       {"http://x", "redis://", "redis://h:0", "redis://h:99999",
+        "redis://h:12/x", "redis://u:@h", "redis://[::1", "unix://rel/path",
+        "redis://h%zz:1", "redis://a:%4@h"}) {
+    auto ep = ParseRedisUrl(bad);
+    ASSERT_FALSE(ep.ok()) << bad;
+    EXPECT_EQ(ep.status().code(), absl::StatusCode::kInvalidArgument) << bad;
+    EXPECT_THAT(ep.status().message(), HasSubstr("accepted forms")) << bad;
+  }
+}
+
+TEST(RedisOptionsTest, ValidationNamesTheField) {
+  RedisOptions o;
+  o.command_timeout = absl::ZeroDuration();
+  EXPECT_THAT(ValidateRedisOptions(o).message(), HasSubstr("command_timeout"));
+  o = RedisOptions{};
+  o.reconnect_max_backoff = absl::Microseconds(1);
+  EXPECT_THAT(ValidateRedisOptions(o).message(),
+              HasSubstr("reconnect_max_backoff"));
+  o = RedisOptions{};
+  o.max_pending = 1;
+  EXPECT_THAT(ValidateRedisOptions(o).message(), HasSubstr("max_pending"));
+  o = RedisOptions{};
+  o.url = "tcp://x";
+  EXPECT_THAT(ValidateRedisOptions(o).message(), HasSubstr("RedisOptions.url"));
+  EXPECT_TRUE(ValidateRedisOptions(RedisOptions{}).ok());
+}
+
+TEST(CommandQueueTest, BoundedAndFifo) {
+  BoundedMpscQueue<int> q(4);
+  int items[5] = {0, 1, 2, 3, 4};
+  for (int i = 0; i < 4; ++i) EXPECT_TRUE(q.TryPush(&items[i]));
+  EXPECT_FALSE(q.TryPush(&items[4]));
+  for (int i = 0; i < 4; ++i) EXPECT_EQ(q.TryPop(), &items[i]);
+  EXPECT_EQ(q.TryPop(), nullptr);
+}
+
+TEST(CommandQueueTest, ManyProducersLoseNothing) {
+  BoundedMpscQueue<int> q(64);
+  constexpr int kPerThread = 20000;
+  static int dummy[2];
+  std::atomic<bool> go{false};
+  std::vector<std::thread> producers;
+  for (int t = 0; t < 2; ++t) {
+    producers.emplace_back([&, t] {
+      while (!go.load()) {
+      }
+      for (int i = 0; i < kPerThread; ++i) {
+        while (!q.TryPush(&dummy[t])) std::this_thread::yield();
+      }
+    });
+  }
+  go.store(true);
+  int counts[2] = {0, 0};
+  const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (counts[0] + counts[1] < 2 * kPerThread &&
+         std::chrono::steady_clock::now() < end) {
+    if (int* p = q.TryPop()) ++counts[p - dummy];
+  }
+  for (auto& t : producers) t.join();
+  EXPECT_EQ(counts[0], kPerThread);
+  EXPECT_EQ(counts[1], kPerThread);
+}
+
+class RedisClientTest : public ::testing::Test {
+ protected:
+  void SetUp() override { ASSERT_TRUE(server_.Start().ok()); }
+  RedisServer server_;
+};
+
+TEST_F(RedisClientTest, RoundTripsAndPipelinesFromManyThreads) {
+  auto conn = Connect(server_.url());
+  ASSERT_NE(conn, nullptr);
+  auto r = CallUntilOk(conn->client(), {"SET", "k", "v"});
+  ASSERT_TRUE(r.ok()) << r.status();
+  r = Call(conn->client(), {"GET", "k"});
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->str, "v");
+
+  // 4 threads x 500 INCRs without waiting: every callback runs once and the
+  // counter ends exactly at 2000.
+  constexpr int kThreads = 4, kEach = 500;
+  std::atomic<int> ok{0}, failed{0};
+  Notification all_done;
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&] {
+      for (int i = 0; i < kEach; ++i) {
+        absl::Status s = conn->client().Submit(
+            {"INCR", "counter"}, [&](absl::StatusOr<RedisReply> reply) {
+              (reply.ok() && reply->type == RedisReply::Type::kInteger ? ok
+                                                                       : failed)
+                  .fetch_add(1);
+              if (ok.load() + failed.load() == kThreads * kEach) {
+                all_done.Notify();
+              }
+            });
+        if (!s.ok()) failed.fetch_add(1);
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  ASSERT_TRUE(all_done.WaitForNotificationWithTimeout(kWaitBound));
+  EXPECT_EQ(ok.load(), kThreads * kEach);
+  EXPECT_EQ(failed.load(), 0);
+  r = Call(conn->client(), {"GET", "counter"});
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->str, "2000");
+  const RedisStats stats = conn->stats();
+  EXPECT_GE(stats.commands_sent, 2002u);
+  EXPECT_EQ(stats.timeouts, 0u);
+  EXPECT_GE(stats.flushes, 1u);
+  EXPECT_LE(stats.flushes, stats.commands_sent);
+  EXPECT_TRUE(conn->connected());
+}
+
+TEST_F(RedisClientTest, CommandsQueuedTogetherLeaveInOneWrite) {
+  auto conn = Connect(server_.url());
+  ASSERT_TRUE(CallUntilOk(conn->client(), {"PING"}).ok());
+  // Hold the client thread inside a callback so that the next submits pile
+  // up in the queue; the loop's next turn must send them in one write.
+  Notification in_callback, gate;
+  ASSERT_TRUE(conn->client()
+                  .Submit({"PING"},
+                          [&](absl::StatusOr<RedisReply>) {
+                            in_callback.Notify();
+                            gate.WaitForNotificationWithTimeout(kWaitBound);
+                          })
+                  .ok());
+  ASSERT_TRUE(in_callback.WaitForNotificationWithTimeout(kWaitBound));
+  const RedisStats before = conn->stats();
+  constexpr int kCommands = 200;
+  std::atomic<int> ok{0}, answered{0};
+  Notification all;
+  for (int i = 0; i < kCommands; ++i) {
+    ASSERT_TRUE(conn->client()
+                    .Submit(
+                        {"INCR", "piped"},
+                        [&](absl::StatusOr<RedisReply> r) {
+                          if (r.ok()) ok.fetch_add(1);
+                          if (answered.fetch_add(1) + 1 == kCommands) {
+                            all.Notify();
+                          }
+                        },
+                        absl::Seconds(10))
+                    .ok());
+  }
+  gate.Notify();
+  ASSERT_TRUE(all.WaitForNotificationWithTimeout(kWaitBound));
+  EXPECT_EQ(ok.load(), kCommands);
+  const RedisStats after = conn->stats();
+  EXPECT_EQ(after.commands_sent - before.commands_sent,
+            static_cast<uint64_t>(kCommands));
+  EXPECT_EQ(after.flushes - before.flushes, 1u);
+  EXPECT_EQ(*server_.Command({"GET", "piped"}), "200");
+}
+
+TEST_F(RedisClientTest, ErrorRepliesAreRepliesNotFailures) {
+  auto conn = Connect(server_.url());
+  ASSERT_TRUE(CallUntilOk(conn->client(), {"SET", "s", "x"}).ok());
+  auto r = Call(conn->client(), {"LPUSH", "s", "x"});
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_TRUE(r->ErrorStartsWith("WRONGTYPE")) << r->DebugString();
+}
+
+TEST_F(RedisClientTest, SelectsTheDatabaseOfTheUrl) {
+  auto conn = Connect(server_.url() + "/3");
+  auto r = CallUntilOk(conn->client(), {"SET", "in3", "yes"});
+  ASSERT_TRUE(r.ok()) << r.status();
+  auto db3 = server_.Command({"EVAL",
+                              "redis.call('SELECT', 3) "
+                              "return redis.call('GET', 'in3')",
+                              "0"});
+  ASSERT_TRUE(db3.ok());
+  EXPECT_EQ(*db3, "yes");
+  auto db0 = server_.Command({"GET", "in3"});
+  ASSERT_TRUE(db0.ok());
+  EXPECT_EQ(*db0, "(nil)");
+}
+
+TEST_F(RedisClientTest, ReloadsAScriptAfterScriptFlush) {
+  constexpr absl::string_view kBody = "return tonumber(ARGV[1]) + 1";
+  auto sha = server_.Command({"SCRIPT", "LOAD", std::string(kBody)});
+  ASSERT_TRUE(sha.ok());
+  static std::string sha_text;
+  sha_text = *sha;
+  const LuaScript script{sha_text, kBody};
+  auto conn = Connect(server_.url());
+  ASSERT_TRUE(CallUntilOk(conn->client(), {"PING"}).ok());
+
+  auto run = [&](int x) {
+    auto result = std::make_shared<absl::StatusOr<RedisReply>>();
+    Notification done;
+    EXPECT_TRUE(conn->client()
+                    .SubmitScript(script, {"0", std::to_string(x)},
+                                  [&](absl::StatusOr<RedisReply> r) {
+                                    *result = std::move(r);
+                                    done.Notify();
+                                  })
+                    .ok());
+    EXPECT_TRUE(done.WaitForNotificationWithTimeout(kWaitBound));
+    return *result;
+  };
+  auto r = run(41);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->integer, 42);
+  EXPECT_EQ(conn->stats().script_reloads, 0u);
+
+  ASSERT_TRUE(server_.Command({"SCRIPT", "FLUSH"}).ok());
+  r = run(1);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->integer, 2);
+  EXPECT_EQ(conn->stats().script_reloads, 1u);
+  // EVAL loaded it again: the next call needs no reload.
+  r = run(2);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->integer, 3);
+  EXPECT_EQ(conn->stats().script_reloads, 1u);
+}
+
+TEST_F(RedisClientTest, CommandDeadlineAgainstAFrozenServer) {
+  auto conn = Connect(server_.url());
+  ASSERT_TRUE(CallUntilOk(conn->client(), {"PING"}).ok());
+  server_.Pause();  // SIGSTOP: the socket stays open, nothing answers
+  const auto start = std::chrono::steady_clock::now();
+  auto r = Call(conn->client(), {"PING"}, absl::Milliseconds(200));
+  const auto took = std::chrono::steady_clock::now() - start;
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kDeadlineExceeded)
+      << r.status();
+  EXPECT_THAT(r.status().message(), HasSubstr("may have run"));
+  EXPECT_GE(took, std::chrono::milliseconds(150));
+  EXPECT_LT(took, std::chrono::seconds(5));
+  EXPECT_GE(conn->stats().timeouts, 1u);
+  // While frozen, new commands fail by their deadline too (the reconnect
+  // cannot finish its login).
+  r = Call(conn->client(), {"PING"}, absl::Milliseconds(100));
+  EXPECT_FALSE(r.ok());
+  server_.Resume();
+  r = CallUntilOk(conn->client(), {"PING"});
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->str, "PONG");
+  EXPECT_GE(conn->stats().connects, 2u);
+}
+
+TEST_F(RedisClientTest, ReconnectsAfterKillAndRestart) {
+  auto conn = Connect(server_.url());
+  ASSERT_TRUE(CallUntilOk(conn->client(), {"SET", "a", "1"}).ok());
+  server_.Kill();  // kill -9
+  auto r = Call(conn->client(), {"GET", "a"}, absl::Milliseconds(200));
+  EXPECT_FALSE(r.ok());
+  EXPECT_THAT(r.status().code(),
+              ::testing::AnyOf(absl::StatusCode::kUnavailable,
+                               absl::StatusCode::kDeadlineExceeded));
+  ASSERT_TRUE(server_.Restart().ok());
+  r = CallUntilOk(conn->client(), {"SET", "a", "2"});
+  ASSERT_TRUE(r.ok()) << r.status();
+  r = Call(conn->client(), {"GET", "a"});
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->str, "2");
+  EXPECT_GE(conn->stats().connects, 2u);
+}
+
+TEST_F(RedisClientTest, CommandsWaitForTheFirstConnect) {
+  // Created before the server exists: commands wait (within their deadline)
+  // and fail with a message naming the last connect error.
+  server_.Kill();
+  auto conn = Connect(server_.url());
+  auto r = Call(conn->client(), {"PING"}, absl::Milliseconds(100));
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kDeadlineExceeded);
+  EXPECT_THAT(r.status().message(), HasSubstr("no connection to redis://"));
+  ASSERT_TRUE(server_.Restart().ok());
+  EXPECT_TRUE(CallUntilOk(conn->client(), {"PING"}).ok());
+}
+
+TEST_F(RedisClientTest, ShutdownAnswersEveryPendingCommand) {
+  auto conn = Connect(server_.url());
+  ASSERT_TRUE(CallUntilOk(conn->client(), {"PING"}).ok());
+  server_.Pause();
+  std::atomic<int> answered{0}, cancelled_or_lost{0};
+  constexpr int kCommands = 50;
+  for (int i = 0; i < kCommands; ++i) {
+    ASSERT_TRUE(conn->client()
+                    .Submit(
+                        {"PING"},
+                        [&](absl::StatusOr<RedisReply> r) {
+                          if (!r.ok()) cancelled_or_lost.fetch_add(1);
+                          answered.fetch_add(1);
+                        },
+                        absl::Seconds(30))
+                    .ok());
+  }
+  const auto start = std::chrono::steady_clock::now();
+  conn.reset();  // grace 1 s, then everything fails
+  const auto took = std::chrono::steady_clock::now() - start;
+  EXPECT_EQ(answered.load(), kCommands);
+  EXPECT_EQ(cancelled_or_lost.load(), kCommands);
+  EXPECT_LT(took, std::chrono::seconds(5));
+  server_.Resume();
+}
+
+TEST_F(RedisClientTest, ShutdownLetsInFlightCommandsFinish) {
+  auto conn = Connect(server_.url());
+  ASSERT_TRUE(CallUntilOk(conn->client(), {"PING"}).ok());
+  std::atomic<int> ok{0};
+  for (int i = 0; i < 100; ++i) {
+    ASSERT_TRUE(conn->client()
+                    .Submit({"INCR", "n"},
+                            [&](absl::StatusOr<RedisReply> r) {
+                              if (r.ok()) ok.fetch_add(1);
+                            })
+                    .ok());
+  }
+  conn.reset();
+  EXPECT_EQ(ok.load(), 100);
+  EXPECT_EQ(*server_.Command({"GET", "n"}), "100");
+}
+
+class RedisAuthTest : public ::testing::Test {};
+
+TEST_F(RedisAuthTest, PasswordAndAclUser) {
+  RedisServerOptions opts;
+  opts.password = "s3cret";
+  opts.acl_user = "limiter";
+  opts.acl_password = "p@ss";
+  RedisServer server(opts);
+  absl::Status started = server.Start();
+  ASSERT_TRUE(started.ok()) << started;
+  const std::string hostport = absl::StrCat("127.0.0.1:", server.port());
+
+  auto by_password = Connect(absl::StrCat("redis://:s3cret@", hostport));
+  auto r = CallUntilOk(by_password->client(), {"SET", "x", "1"});
+  ASSERT_TRUE(r.ok()) << r.status();
+
+  auto by_user = Connect(absl::StrCat("redis://limiter:p%40ss@", hostport));
+  r = CallUntilOk(by_user->client(), {"ACL", "WHOAMI"});
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->str, "limiter");
+
+  auto wrong = Connect(absl::StrCat("redis://limiter:nope@", hostport));
+  r = Call(wrong->client(), {"PING"}, absl::Milliseconds(300));
+  ASSERT_FALSE(r.ok());
+  EXPECT_THAT(r.status().message(), HasSubstr("login failed"));
+  EXPECT_EQ(wrong->stats().connects, 0u);
+}
+
+TEST_F(RedisAuthTest, UnixSocket) {
+  RedisServerOptions opts;
+  opts.unix_socket = true;
+  RedisServer server(opts);
+  absl::Status started = server.Start();
+  ASSERT_TRUE(started.ok()) << started;
+  auto conn = Connect("unix://" + server.socket_path());
+  auto r = CallUntilOk(conn->client(), {"CLIENT", "INFO"});
+  ASSERT_TRUE(r.ok()) << r.status();
+  // A unix-socket client has no TCP peer address.
+  EXPECT_THAT(r->str, HasSubstr("addr=" + server.socket_path()));
+}
+
+}  // namespace
+}  // namespace tokenlease::internal

@@ -1,0 +1,72 @@
+// A private redis-server for one test: started on a free 127.0.0.1 port
+// (and optionally a unix socket) with no persistence, stopped by the
+// destructor, also when the test fails. Faults are real signals: Pause()
+// is SIGSTOP, Kill() is SIGKILL.
+#ifndef TOKENLEASE_TESTS_REDIS_REDIS_SERVER_H_
+#define TOKENLEASE_TESTS_REDIS_REDIS_SERVER_H_
+
+#include <sys/types.h>
+
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+
+namespace tokenlease::testing {
+
+struct RedisServerOptions {
+  // requirepass (the "default" user's password); empty: none.
+  std::string password;
+  // An extra ACL user with full access: "user <name> on ><password> ~* &*
+  // +@all".
+  std::string acl_user;
+  std::string acl_password;
+  // Also listen on a unix socket in the server's temporary directory.
+  bool unix_socket = false;
+};
+
+class RedisServer {
+ public:
+  explicit RedisServer(RedisServerOptions options = {});
+  ~RedisServer();
+  RedisServer(const RedisServer&) = delete;
+  RedisServer& operator=(const RedisServer&) = delete;
+
+  // Starts the server on a free port and waits (<= 10 s) until it answers.
+  absl::Status Start();
+  // SIGTERM, then SIGKILL after 5 s; waits for the process.
+  void Stop();
+  // SIGKILL and wait: the kill -9 fault.
+  void Kill();
+  // Starts again on the same port and socket (after Kill or Stop).
+  absl::Status Restart();
+  // SIGSTOP / SIGCONT: a server that is alive but answers nothing.
+  void Pause();
+  void Resume();
+
+  int port() const { return port_; }
+  const std::string& socket_path() const { return socket_path_; }
+  // "redis://127.0.0.1:<port>" (no credentials).
+  std::string url() const;
+
+  // Runs one command on a fresh synchronous connection (authenticated as
+  // the default user if a password is set); returns the reply rendered as
+  // text ("OK", "42", "(nil)", "[1, 2]", or "ERR <message>").
+  absl::StatusOr<std::string> Command(const std::vector<std::string>& args);
+
+ private:
+  absl::Status Launch();
+  absl::Status WaitUntilReady();
+
+  RedisServerOptions options_;
+  std::string dir_;
+  std::string socket_path_;
+  int port_ = 0;
+  pid_t pid_ = -1;
+  bool paused_ = false;
+};
+
+}  // namespace tokenlease::testing
+
+#endif  // TOKENLEASE_TESTS_REDIS_REDIS_SERVER_H_
