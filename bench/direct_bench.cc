@@ -3,6 +3,8 @@
 // naive:  one synchronous hiredis connection shared by all callers under a
 //         mutex, EVAL of the same acquire script, one request at a time
 //         (what a service does when it calls a rate-limit script inline).
+// sha:    the same with EVALSHA (a stronger baseline: the script body,
+//         ~33 KB, is not sent on every call).
 // direct: DirectLimiter::TryAcquire (blocking) from every caller; the
 //         client thread pipelines whatever is pending into one write.
 //
@@ -151,9 +153,15 @@ int main(int argc, char** argv) {
       "EVAL", tokenlease::internal::lua::kAcquireScript.data()};
   std::vector<size_t> naive_lens = {
       4, tokenlease::internal::lua::kAcquireScript.size()};
+  std::vector<const char*> sha_argv = {
+      "EVALSHA", tokenlease::internal::lua::kAcquireSha1.data()};
+  std::vector<size_t> sha_lens = {
+      7, tokenlease::internal::lua::kAcquireSha1.size()};
   for (const auto& s : naive_args) {
     naive_argv.push_back(s.data());
     naive_lens.push_back(s.size());
+    sha_argv.push_back(s.data());
+    sha_lens.push_back(s.size());
   }
 
   std::printf("# direct_bench %s, %.1f s per run\n", url.c_str(), seconds);
@@ -169,19 +177,33 @@ int main(int argc, char** argv) {
       if (r) freeReplyObject(r);
       return ok;
     });
+    RunResult sha = Drive(n, seconds, [&](int) {
+      std::lock_guard<std::mutex> lock(sync_mu);
+      auto* r = static_cast<redisReply*>(
+          redisCommandArgv(sync, static_cast<int>(sha_argv.size()),
+                           sha_argv.data(), sha_lens.data()));
+      const bool ok = r != nullptr && r->type == REDIS_REPLY_ARRAY;
+      if (r) freeReplyObject(r);
+      return ok;
+    });
     RunResult direct = Drive(
         n, seconds, [&](int) { return (*limiter)->TryAcquire("hot").ok(); });
     std::printf("%-8d %-7s %12.0f %10.1f %10.1f %7lld\n", n, "naive",
                 naive.per_second, naive.p50_us, naive.p99_us,
                 static_cast<long long>(naive.errors));
+    std::printf("%-8d %-7s %12.0f %10.1f %10.1f %7lld\n", n, "sha",
+                sha.per_second, sha.p50_us, sha.p99_us,
+                static_cast<long long>(sha.errors));
     std::printf("%-8d %-7s %12.0f %10.1f %10.1f %7lld\n", n, "direct",
                 direct.per_second, direct.p50_us, direct.p99_us,
                 static_cast<long long>(direct.errors));
     std::printf(
-        "%-8d ratio   throughput direct/naive = %.2fx, "
-        "p50 naive/direct = %.2fx\n",
+        "%-8d ratio   throughput direct/naive = %.2fx, direct/sha = %.2fx; "
+        "p50 naive/direct = %.2fx, sha/direct = %.2fx\n",
         n, direct.per_second / naive.per_second,
-        naive.p50_us / std::max(direct.p50_us, 1e-9));
+        direct.per_second / sha.per_second,
+        naive.p50_us / std::max(direct.p50_us, 1e-9),
+        sha.p50_us / std::max(direct.p50_us, 1e-9));
     std::fflush(stdout);
   }
   const tokenlease::RedisStats stats = (*limiter)->connection().stats();

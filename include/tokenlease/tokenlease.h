@@ -6,6 +6,7 @@
 #include "tokenlease/decision.h"
 #include "tokenlease/direct.h"
 #include "tokenlease/guard.h"
+#include "tokenlease/leased.h"
 #include "tokenlease/limiter.h"
 #include "tokenlease/redis.h"
 #include "tokenlease/spec.h"

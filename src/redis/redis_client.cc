@@ -563,6 +563,7 @@ class RedisClient::Loop {
 // --------------------------------------------------------------
 
 thread_local bool RedisClient::batching_ = false;
+thread_local int RedisClient::batched_ = 0;
 
 RedisClient::RedisClient(const RedisOptions& options, RedisEndpoint endpoint,
                          std::string address)
@@ -648,7 +649,11 @@ absl::Status RedisClient::Enqueue(Command* cmd) {
                      " commands not yet picked up by the client thread); raise "
                      "RedisOptions::max_pending or submit fewer commands"));
   }
-  if (!batching_) Wake();
+  if (batching_) {
+    ++batched_;
+  } else {
+    Wake();
+  }
   return absl::OkStatus();
 }
 

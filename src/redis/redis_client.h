@@ -71,10 +71,13 @@ class RedisClient {
   // only queue; EndBatch() wakes the client thread once, so the whole batch
   // leaves in one write (unless the loop was already awake and picks part
   // of it up early). Other threads are unaffected.
-  void BeginBatch() { batching_ = true; }
+  void BeginBatch() {
+    batching_ = true;
+    batched_ = 0;
+  }
   void EndBatch() {
     batching_ = false;
-    Wake();
+    if (batched_ > 0) Wake();
   }
 
   RedisStats stats() const;
@@ -95,6 +98,7 @@ class RedisClient {
   void Wake();
 
   static thread_local bool batching_;
+  static thread_local int batched_;  // commands queued since BeginBatch()
 
   const RedisOptions options_;
   const RedisEndpoint endpoint_;

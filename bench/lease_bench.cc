@@ -1,0 +1,318 @@
+// The leased decision (LeasedLimiter::TryAcquire through a LeaseHandle: one
+// relaxed load and fetch_sub on the key's balance, no clock, no I/O) next to
+// the local engine (Limiter::TryAcquire(handle, cost, now)) and the mutex
+// baseline (mutex_baseline.h), in one binary. Target: the leased decision
+// <= 10 ns median.
+//
+// Names are "<impl>/<case>/<load>[/real_time/threads:N]", impl "lease",
+// "local" or "mutex". Every case reports the admitted fraction as the
+// "allowed" counter; a lease case that was not served entirely from its
+// lease (allowed < 1 under "admit") is labelled "RAN DRY".
+//
+// Needs a Redis for the lease: the URL comes from TOKENLEASE_BENCH_REDIS_URL,
+// which bench/run_lease_bench.sh sets after starting a private redis-server.
+//
+// "admit": token bucket 1e12 per second, burst 1e12 (the Redis scripts
+// accept up to burst x period/limit < 2^51 units; 2^40 is the largest limit
+// a Band takes), LeaseOptions with max_lease_fraction 1, remaining_share 1
+// and lease_ttl 1 h: the first lease is 10 ms of the rate (1e10 tokens), far
+// more than any run takes, and it never expires during the run. "deny": 1
+// per hour; its one token is spent before timing and Redis's refusal is
+// cached, so every timed call is the local denial path.
+#include <atomic>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
+#include <string>
+#include <thread>
+#include <type_traits>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
+#include "benchmark/benchmark.h"
+#include "mutex_baseline.h"
+#include "tokenlease/tokenlease.h"
+
+namespace tokenlease_bench {
+namespace {
+
+using tokenlease::Decision;
+using tokenlease::KeyHandle;
+using tokenlease::LeasedLimiter;
+using tokenlease::LeaseHandle;
+using tokenlease::Limiter;
+using tokenlease::LimitSpec;
+
+constexpr int64_t kHuge = 1'000'000'000'000;  // 1e12 per second
+// A 32-byte key, as in hot_path_bench.
+constexpr char kKey[] = "ratelimit:user:00000000000000042";
+static_assert(sizeof(kKey) == 33);
+
+[[noreturn]] void Die(const std::string& what) {
+  std::fprintf(stderr, "lease_bench: %s\n", what.c_str());
+  std::exit(1);
+}
+
+enum class Load { kAdmit, kDeny };
+const char* LoadName(Load l) { return l == Load::kAdmit ? "admit" : "deny"; }
+
+LimitSpec SpecFor(Load l) {
+  return l == Load::kAdmit
+             ? LimitSpec::TokenBucket(kHuge, absl::Seconds(1), kHuge)
+             : LimitSpec::TokenBucket(1, absl::Hours(1), 1);
+}
+
+struct LeaseCase {
+  std::unique_ptr<LeasedLimiter> limiter;
+  LeaseHandle handle;
+  Load load;
+};
+
+// A leased limiter whose key holds its first lease (admit) or a cached
+// refusal (deny) before anything is timed.
+LeaseCase* MakeLeaseCase(const std::string& url, Load load, int n) {
+  tokenlease::LeasedLimiterOptions options;
+  options.redis.url = url;
+  options.key_prefix = absl::StrCat("bench:lease:", LoadName(load), ":", n, ":",
+                                    absl::GetCurrentTimeNanos(), ":");
+  options.lease.lease_ttl = absl::Hours(1);
+  options.lease.idle_evict = absl::Hours(3);
+  options.lease.max_lease_fraction = 1.0;
+  options.lease.remaining_share = 1.0;
+  auto limiter = LeasedLimiter::Create(SpecFor(load), options);
+  if (!limiter.ok()) {
+    Die(absl::StrCat("LeasedLimiter::Create(",
+                     tokenlease::DescribeSpec(SpecFor(load)),
+                     "): ", limiter.status().ToString()));
+  }
+  auto* c = new LeaseCase{*std::move(limiter), {}, load};
+  auto handle = c->limiter->Resolve(kKey);
+  if (!handle.ok()) Die(handle.status().ToString());
+  c->handle = *std::move(handle);
+  const absl::Time deadline = absl::Now() + absl::Seconds(10);
+  if (load == Load::kAdmit) {
+    while (!c->limiter->TryAcquire(c->handle, 1).allowed) {
+      if (absl::Now() > deadline) Die("no lease within 10 s; is Redis up?");
+      absl::SleepFor(absl::Milliseconds(1));
+    }
+  } else {
+    // Take the one token, then let Redis refuse the next lease.
+    for (int i = 0; i < 50; ++i) {
+      c->limiter->TryAcquire(c->handle, 1);
+      absl::SleepFor(absl::Milliseconds(10));
+    }
+    if (c->limiter->stats().denied_by_redis == 0) {
+      Die("deny case: Redis never refused a lease");
+    }
+  }
+  return c;
+}
+
+// Calls `acquire()` once per iteration and reports the admitted fraction.
+template <typename F>
+void RunLoop(benchmark::State& state, F acquire,
+             const char* lease_admit = nullptr) {
+  int64_t allowed = 0;
+  for (auto _ : state) {
+    auto d = acquire();
+    benchmark::DoNotOptimize(d);
+    if constexpr (std::is_same_v<decltype(d), bool>) {
+      allowed += d ? 1 : 0;
+    } else {
+      allowed += d.allowed ? 1 : 0;
+    }
+  }
+  state.counters["allowed"] = benchmark::Counter(
+      static_cast<double>(allowed), benchmark::Counter::kAvgIterations);
+  if (lease_admit != nullptr &&
+      allowed != static_cast<int64_t>(state.iterations())) {
+    state.SetLabel("RAN DRY");
+    std::fprintf(stderr,
+                 "note: %s ran dry: %lld of %lld calls admitted; the lease "
+                 "did not cover the run\n",
+                 lease_admit, static_cast<long long>(allowed),
+                 static_cast<long long>(state.iterations()));
+  }
+}
+
+struct LocalCase {
+  std::unique_ptr<Limiter> limiter;
+  KeyHandle handle;
+};
+
+LocalCase* MakeLocalCase(Load load) {
+  auto limiter = Limiter::Create(SpecFor(load));
+  if (!limiter.ok()) Die(limiter.status().ToString());
+  auto* c = new LocalCase{*std::move(limiter), {}};
+  auto h = c->limiter->Resolve(kKey);
+  if (!h.ok()) Die(h.status().ToString());
+  c->handle = *std::move(h);
+  if (load == Load::kDeny) c->limiter->TryAcquire(c->handle, 1);
+  return c;
+}
+
+struct MutexCase {
+  explicit MutexCase(Load load)
+      : limiter(load == Load::kAdmit ? kHuge : 1,
+                load == Load::kAdmit ? absl::Seconds(1) : absl::Hours(1),
+                load == Load::kAdmit ? kHuge : 1),
+        bucket(limiter.Resolve(kKey)) {
+    if (load == Load::kDeny) limiter.TryAcquire(bucket, 1);
+  }
+  MutexTokenBucketLimiter limiter;
+  MutexTokenBucketLimiter::Bucket* bucket;
+};
+
+std::string Name(const char* impl, const char* test, Load load) {
+  return absl::StrCat(impl, "/", test, "/", LoadName(load));
+}
+
+void Register(const std::string& url, Load load) {
+  using benchmark::RegisterBenchmark;
+  using benchmark::State;
+  const bool admit = load == Load::kAdmit;
+  // Single thread through a handle. The lease reads no clock; "now" cases
+  // pass the caller's time (a counter), "clock" cases read the clock.
+  {
+    LeaseCase* c = MakeLeaseCase(url, load, 0);
+    RegisterBenchmark(
+        Name("lease", "handle", load).c_str(), [c, admit](State& s) {
+          RunLoop(
+              s, [c] { return c->limiter->TryAcquire(c->handle); },
+              admit ? "lease/handle/admit" : nullptr);
+        });
+  }
+  {
+    LocalCase* c = MakeLocalCase(load);
+    RegisterBenchmark(Name("local", "handle_now", load).c_str(), [c](State& s) {
+      int64_t now = absl::GetCurrentTimeNanos();
+      RunLoop(
+          s, [c, &now] { return c->limiter->TryAcquire(c->handle, 1, now++); });
+    });
+    RegisterBenchmark(
+        Name("local", "handle_clock", load).c_str(), [c](State& s) {
+          RunLoop(s, [c] { return c->limiter->TryAcquire(c->handle, 1); });
+        });
+  }
+  {
+    auto* c = new MutexCase(load);
+    RegisterBenchmark(Name("mutex", "handle_now", load).c_str(), [c](State& s) {
+      int64_t now = absl::GetCurrentTimeNanos();
+      RunLoop(s,
+              [c, &now] { return c->limiter.TryAcquire(c->bucket, 1, now++); });
+    });
+    RegisterBenchmark(
+        Name("mutex", "handle_clock", load).c_str(), [c](State& s) {
+          RunLoop(s, [c] { return c->limiter.TryAcquire(c->bucket, 1); });
+        });
+  }
+  // By a 32-byte name (hash lookup).
+  {
+    LeaseCase* c = MakeLeaseCase(url, load, 1);
+    RegisterBenchmark(
+        Name("lease", "string", load).c_str(), [c, admit](State& s) {
+          const std::string key = kKey;
+          RunLoop(
+              s, [c, &key] { return c->limiter->TryAcquire(key); },
+              admit ? "lease/string/admit" : nullptr);
+        });
+    LocalCase* l = MakeLocalCase(load);
+    RegisterBenchmark(Name("local", "string_now", load).c_str(), [l](State& s) {
+      const std::string key = kKey;
+      int64_t now = absl::GetCurrentTimeNanos();
+      RunLoop(
+          s, [l, &key, &now] { return l->limiter->TryAcquire(key, 1, now++); });
+    });
+    auto* m = new MutexCase(load);
+    RegisterBenchmark(Name("mutex", "string_now", load).c_str(), [m](State& s) {
+      const std::string key = kKey;
+      int64_t now = absl::GetCurrentTimeNanos();
+      RunLoop(s,
+              [m, &key, &now] { return m->limiter.TryAcquire(key, 1, now++); });
+    });
+  }
+  // One shared key, 1 and 2 threads, wall time.
+  {
+    LeaseCase* c = MakeLeaseCase(url, load, 2);
+    RegisterBenchmark(Name("lease", "one_key_handle", load).c_str(),
+                      [c, admit](State& s) {
+                        RunLoop(
+                            s,
+                            [c] { return c->limiter->TryAcquire(c->handle); },
+                            admit ? "lease/one_key_handle/admit" : nullptr);
+                      })
+        ->Threads(1)
+        ->Threads(2)
+        ->UseRealTime();
+    LocalCase* l = MakeLocalCase(load);
+    RegisterBenchmark(
+        Name("local", "one_key_handle_clock", load).c_str(),
+        [l](State& s) {
+          RunLoop(s, [l] { return l->limiter->TryAcquire(l->handle, 1); });
+        })
+        ->Threads(1)
+        ->Threads(2)
+        ->UseRealTime();
+    auto* m = new MutexCase(load);
+    RegisterBenchmark(
+        Name("mutex", "one_key_handle_clock", load).c_str(),
+        [m](State& s) {
+          RunLoop(s, [m] { return m->limiter.TryAcquire(m->bucket, 1); });
+        })
+        ->Threads(1)
+        ->Threads(2)
+        ->UseRealTime();
+  }
+}
+
+// The floor of the leased decision's design: one uncontended locked
+// read-modify-write on the key's balance (what the admission does), and the
+// plain load that precedes it.
+void RegisterReferences() {
+  static std::atomic<int64_t>* balance = new std::atomic<int64_t>(kHuge);
+  benchmark::RegisterBenchmark("ref/atomic_fetch_sub", [](benchmark::State& s) {
+    for (auto _ : s) {
+      benchmark::DoNotOptimize(
+          balance->fetch_sub(1, std::memory_order_relaxed));
+    }
+  });
+  benchmark::RegisterBenchmark("ref/atomic_load", [](benchmark::State& s) {
+    for (auto _ : s) {
+      benchmark::DoNotOptimize(balance->load(std::memory_order_relaxed));
+    }
+  });
+}
+
+}  // namespace
+}  // namespace tokenlease_bench
+
+int main(int argc, char** argv) {
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  const char* url = std::getenv("TOKENLEASE_BENCH_REDIS_URL");
+  if (url == nullptr || *url == '\0') {
+    std::fprintf(stderr,
+                 "lease_bench: set TOKENLEASE_BENCH_REDIS_URL (or run "
+                 "bench/run_lease_bench.sh, which starts a redis-server)\n");
+    return 1;
+  }
+  benchmark::AddCustomContext("redis", url);
+  benchmark::AddCustomContext(
+      "spec/admit", tokenlease::DescribeSpec(tokenlease_bench::SpecFor(
+                        tokenlease_bench::Load::kAdmit)));
+  benchmark::AddCustomContext(
+      "spec/deny", tokenlease::DescribeSpec(tokenlease_bench::SpecFor(
+                       tokenlease_bench::Load::kDeny)));
+  tokenlease_bench::Register(url, tokenlease_bench::Load::kAdmit);
+  tokenlease_bench::Register(url, tokenlease_bench::Load::kDeny);
+  tokenlease_bench::RegisterReferences();
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  // The limiters are leaked on purpose: their destructors would return
+  // the leases to Redis, which the run does not need to wait for.
+  return 0;
+}

@@ -1,0 +1,213 @@
+// Leased mode: lock-free local buckets fed by token batches leased from a
+// limit shared through Redis. The decision stays in-process (an atomic
+// decrement, no clock read, no I/O); a reconciler thread leases batches
+// with the acquire script before a key runs dry, returns what is unused,
+// and charges what was admitted without a lease. docs/design.md gives the
+// protocol and the accuracy bound.
+#ifndef TOKENLEASE_LEASED_H_
+#define TOKENLEASE_LEASED_H_
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "absl/time/time.h"
+#include "tokenlease/clock.h"
+#include "tokenlease/decision.h"
+#include "tokenlease/redis.h"
+#include "tokenlease/spec.h"
+
+namespace tokenlease {
+
+// What the first requests of a key do before its first lease arrives.
+enum class ColdKeyPolicy : uint8_t {
+  kDeny,        // deny (and ask for a lease); the default
+  kWait,        // wait up to LeaseOptions::cold_wait for the lease
+  kLocalShare,  // admit from a local share of the limit; the tokens are
+                // charged to Redis at the next sync
+};
+
+// How leases are sized, kept and returned. Validated by Create().
+struct LeaseOptions {
+  // A lease's tokens may be spent for at most this long after the grant;
+  // the reconciler then returns what is left (also bounds how long tokens
+  // can be stranded in an idle instance). 1 ms .. 1 h.
+  absl::Duration lease_ttl = absl::Seconds(1);
+  // No single lease takes more than this fraction of the first band's burst
+  // (so one instance cannot hoard the limit). (0, 1].
+  double max_lease_fraction = 0.1;
+  // Nor more than this fraction of what Redis last reported as remaining:
+  // as the shared limit nears exhaustion, leases shrink toward the minimum
+  // batch and the last tokens spread over the instances that ask. (0, 1].
+  double remaining_share = 0.25;
+  // A lease request is only granted if at least the demand of this long is
+  // available (at least 1 token); otherwise the key denies locally until
+  // Redis says enough is there. Fewer, larger grants under contention.
+  // 0 .. lease_ttl.
+  absl::Duration min_batch = absl::Milliseconds(10);
+  // Refill when the local balance falls below this fraction of the last
+  // lease. (0, 1).
+  double low_water = 0.5;
+  ColdKeyPolicy cold_key_policy = ColdKeyPolicy::kDeny;
+  // kWait: longest wait for a cold key's first lease. 0 .. 1 s.
+  absl::Duration cold_wait = absl::Milliseconds(5);
+  // kLocalShare: the fraction of the first band's burst a cold key may admit
+  // locally before its first lease. (0, 1].
+  double local_share = 0.01;
+  // The reconciler's period: lease expiry, denial-cache expiry and demand
+  // estimates are checked this often. 100 us .. 1 s.
+  absl::Duration tick = absl::Milliseconds(2);
+  // A key with no lease and no activity for this long is dropped from
+  // memory. >= 2 * lease_ttl.
+  absl::Duration idle_evict = absl::Seconds(30);
+  // On destruction, how long to wait for unused tokens to be returned.
+  // 0 .. 1 min.
+  absl::Duration release_deadline = absl::Seconds(1);
+};
+
+// Options of a LeasedLimiter. Validated by LeasedLimiter::Create.
+struct LeasedLimiterOptions {
+  // The connection to use (shared with other limiters); if null, the limiter
+  // creates its own from `redis`.
+  std::shared_ptr<RedisConnection> connection;
+  RedisOptions redis;
+  // Same meaning as DirectLimiterOptions::key_prefix: instances (and direct
+  // limiters) share a limit when prefix, key and spec are equal.
+  std::string key_prefix = "tokenlease:";
+  LeaseOptions lease;
+  // Keys held in memory at most; a new key beyond it is denied with source
+  // kKeyLimit. 1 .. 2^30.
+  int64_t max_keys = 1 << 20;
+  // The reconciler's clock (lease expiry, demand estimates). The decision
+  // path reads no clock. Null: DefaultClock().
+  Clock* clock = nullptr;
+};
+
+// Counters since creation; approximate while traffic runs.
+struct LeaseStats {
+  uint64_t lease_requests = 0;   // acquire calls sent for leases
+  uint64_t tokens_granted = 0;   // tokens received in leases
+  uint64_t tokens_returned = 0;  // tokens given back (expiry, eviction, end)
+  uint64_t denied_by_redis = 0;  // lease requests that got nothing
+  uint64_t charges = 0;          // charge calls for unleased admissions
+  uint64_t tokens_charged = 0;
+  uint64_t redis_errors = 0;  // lease/release/charge calls that failed
+  uint64_t keys = 0;          // keys in memory now
+  RedisStats redis;           // the connection's counters
+};
+
+class LeasedLimiter;
+
+namespace internal {
+// The part of a leased key the inline decision path touches (the rest is in
+// src/lease/lease_entry.h). Not an API: it is here so that
+// LeasedLimiter::TryAcquire(handle) can be inlined into the caller.
+struct LeaseHot {
+  // Tokens this instance may still spend; see docs/design.md.
+  std::atomic<int64_t> balance{0};
+  // A refill is asked for below this.
+  std::atomic<int64_t> low_water{1};
+};
+}  // namespace internal
+
+// What this instance holds for one key (LeasedLimiter::Inspect). A snapshot
+// of values that other threads change: for monitoring and tests.
+struct LeaseKeyInfo {
+  int64_t balance = 0;          // leased tokens this instance may still spend
+  int64_t low_water = 0;        // a refill is asked for below this
+  bool has_lease = false;       // a lease is active (else the key is cold)
+  bool refill_pending = false;  // a lease request is queued or in flight
+  bool denied = false;  // Redis refused; denying locally until it allows
+};
+
+// A pre-resolved key: skips the lookup by name. Copyable; keeps its key in
+// memory while it exists. Must not outlive its limiter.
+class LeaseHandle {
+ public:
+  LeaseHandle() = default;
+  LeaseHandle(const LeaseHandle& other);
+  LeaseHandle& operator=(const LeaseHandle& other);
+  LeaseHandle(LeaseHandle&& other) noexcept;
+  LeaseHandle& operator=(LeaseHandle&& other) noexcept;
+  ~LeaseHandle();
+  bool valid() const { return entry_ != nullptr; }
+
+ private:
+  friend class LeasedLimiter;
+  explicit LeaseHandle(internal::LeaseHot* entry) : entry_(entry) {}
+  internal::LeaseHot* entry_ = nullptr;
+};
+
+// A limit shared through Redis, decided locally from leased tokens.
+// Thread-safe.
+class LeasedLimiter {
+ public:
+  // Validates `spec` (as DirectLimiter does) and `options`, and starts the
+  // reconciler thread.
+  static absl::StatusOr<std::unique_ptr<LeasedLimiter>> Create(
+      LimitSpec spec, LeasedLimiterOptions options = {});
+  // Returns every unused token to Redis and charges what was admitted
+  // without a lease, waiting up to LeaseOptions::release_deadline.
+  ~LeasedLimiter();
+
+  // Never blocks (except ColdKeyPolicy::kWait on a key's first requests),
+  // never does I/O. Allowed decisions come from the key's lease (source
+  // kLease; `remaining` is what is left of this instance's lease) or from
+  // the cold-key local share (kFallback). Denials say when a retry may
+  // succeed: the time Redis gave when it refused a lease, else an estimate
+  // of the next lease's arrival.
+  Decision TryAcquire(absl::string_view key, int64_t cost = 1);
+  // Inline: a decision served from the lease is one relaxed load, one
+  // relaxed fetch_sub and two compares in the caller's code.
+  Decision TryAcquire(const LeaseHandle& handle, int64_t cost = 1) {
+    internal::LeaseHot* e = handle.entry_;
+    // relaxed: the balance is a count of tokens and publishes nothing else;
+    // each token is taken by exactly one successful subtraction.
+    if (e != nullptr && cost > 0 &&
+        e->balance.load(std::memory_order_relaxed) >= cost) [[likely]] {
+      const int64_t old = e->balance.fetch_sub(cost, std::memory_order_relaxed);
+      if (old - cost >= e->low_water.load(std::memory_order_relaxed))
+          [[likely]] {
+        Decision d;
+        d.allowed = true;
+        d.source = DecisionSource::kLease;
+        d.remaining = old - cost;
+        return d;
+      }
+      return AfterSubtract(e, cost, old);
+    }
+    return SlowAcquire(handle, cost);
+  }
+
+  // A handle for `key` (created if needed). ResourceExhausted at max_keys.
+  absl::StatusOr<LeaseHandle> Resolve(absl::string_view key);
+
+  // This instance's state for `key`; NotFound if the key is not in memory.
+  absl::StatusOr<LeaseKeyInfo> Inspect(absl::string_view key) const;
+
+  // Returns every lease now and waits (up to `timeout`) for Redis to
+  // confirm: for tests, and before a planned pause.
+  absl::Status ReturnAll(absl::Duration timeout);
+
+  LeaseStats stats() const;
+  const LimitSpec& spec() const;
+  RedisConnection& connection() const;
+
+  class Impl;
+
+ private:
+  explicit LeasedLimiter(std::unique_ptr<Impl> impl);
+  // Out of line: the subtraction left the balance below the low-water mark
+  // (ask for a refill) or below zero (undo and take the slow path).
+  Decision AfterSubtract(internal::LeaseHot* e, int64_t cost, int64_t old);
+  Decision SlowAcquire(const LeaseHandle& handle, int64_t cost);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace tokenlease
+
+#endif  // TOKENLEASE_LEASED_H_

@@ -1,0 +1,448 @@
+// LeasedLimiter: the decision path over leased balances, and the facade.
+#include <algorithm>
+#include <chrono>
+#include <thread>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "lease/lease_entry.h"
+#include "lease/lease_registry.h"
+#include "reconciler/reconciler.h"
+#include "redis/redis_client.h"
+#include "redis/script_call.h"
+#include "tokenlease/leased.h"
+
+namespace tokenlease {
+
+using internal::kDenied;
+using internal::kHasLease;
+using internal::kLocalSeeded;
+using internal::kRanDry;
+using internal::kRefillQueued;
+using internal::LeaseEntry;
+
+namespace {
+
+absl::Status Range(const char* field, double v, double lo, double hi,
+                   bool open_lo = false) {
+  if ((open_lo ? v <= lo : v < lo) || v > hi || v != v) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("LeaseOptions.", field, " is ", v, "; it must be in ",
+                     open_lo ? "(" : "[", lo, ", ", hi, "]"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status DurationRange(const char* field, absl::Duration v,
+                           absl::Duration lo, absl::Duration hi) {
+  if (v < lo || v > hi) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("LeaseOptions.", field, " is ", absl::FormatDuration(v),
+                     "; it must be between ", absl::FormatDuration(lo), " and ",
+                     absl::FormatDuration(hi)));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ValidateLeaseOptions(const LeaseOptions& o) {
+  for (absl::Status s : {
+           DurationRange("lease_ttl", o.lease_ttl, absl::Milliseconds(1),
+                         absl::Hours(1)),
+           Range("max_lease_fraction", o.max_lease_fraction, 0, 1, true),
+           Range("remaining_share", o.remaining_share, 0, 1, true),
+           DurationRange("min_batch", o.min_batch, absl::ZeroDuration(),
+                         o.lease_ttl),
+           Range("low_water", o.low_water, 0, 0.999, true),
+           DurationRange("cold_wait", o.cold_wait, absl::ZeroDuration(),
+                         absl::Seconds(1)),
+           Range("local_share", o.local_share, 0, 1, true),
+           DurationRange("tick", o.tick, absl::Microseconds(100),
+                         absl::Seconds(1)),
+           DurationRange("idle_evict", o.idle_evict, 2 * o.lease_ttl,
+                         absl::Hours(24 * 365)),
+           DurationRange("release_deadline", o.release_deadline,
+                         absl::ZeroDuration(), absl::Minutes(1)),
+       }) {
+    if (!s.ok()) return s;
+  }
+  return absl::OkStatus();
+}
+
+int64_t FirstBurst(const LimitSpec& spec) {
+  const Band& b = spec.bands.front();
+  return b.burst > 0 ? b.burst : b.limit;
+}
+
+}  // namespace
+
+class LeasedLimiter::Impl {
+ public:
+  Impl(LimitSpec spec, LeasedLimiterOptions options,
+       std::shared_ptr<RedisConnection> connection)
+      : spec_(std::move(spec)),
+        options_(std::move(options)),
+        connection_(std::move(connection)),
+        clock_(options_.clock != nullptr ? options_.clock : DefaultClock()),
+        registry_(options_.max_keys, 64),
+        reconciler_(
+            spec_, options_.lease, options_.key_prefix, &registry_,
+            &connection_->client(), clock_,
+            static_cast<size_t>(std::min<int64_t>(options_.max_keys, 1 << 16))),
+        local_share_(std::max<int64_t>(
+            1, static_cast<int64_t>(options_.lease.local_share *
+                                    FirstBurst(spec_)))) {
+    reconciler_.Start();
+  }
+
+  ~Impl() { reconciler_.Stop(options_.lease.release_deadline); }
+
+  // `may_wait`: false under a registry lock (ColdKeyPolicy::kWait must not
+  // wait there: the reconciler's eviction sweep takes the writer lock).
+  [[gnu::always_inline]] Decision Decide(LeaseEntry* e, int64_t cost,
+                                         bool may_wait = true) {
+    // relaxed throughout: the balance is a count of tokens and publishes no
+    // other memory; every token is taken by exactly one successful
+    // subtraction, whatever the interleaving.
+    if (cost > 0 && e->balance.load(std::memory_order_relaxed) >= cost) {
+      const int64_t old = e->balance.fetch_sub(cost, std::memory_order_relaxed);
+      if (old >= cost) [[likely]] {
+        if (old - cost < e->low_water.load(std::memory_order_relaxed)) {
+          reconciler_.RequestRefill(e);
+        }
+        Decision d;
+        d.allowed = true;
+        d.source = DecisionSource::kLease;
+        d.remaining = old - cost;
+        return d;
+      }
+      e->balance.fetch_add(cost, std::memory_order_relaxed);
+    }
+    return Slow(e, cost, may_wait);
+  }
+
+  // True if a cold key's decision should wait for its first lease.
+  bool ShouldWait(LeaseEntry* e, int64_t cost) const {
+    return options_.lease.cold_key_policy == ColdKeyPolicy::kWait && cost > 0 &&
+           cost <= FirstBurst(spec_) &&
+           !(e->flags.load(std::memory_order_acquire) & kHasLease);
+  }
+
+  Decision Slow(LeaseEntry* e, int64_t cost, bool may_wait) {
+    // relaxed: a sizing hint for the reconciler (the next lease covers at
+    // least the largest cost denied).
+    if (cost > 0 && e->wanted_cost.load(std::memory_order_relaxed) < cost) {
+      e->wanted_cost.store(cost, std::memory_order_relaxed);
+    }
+    Decision d;
+    d.source = DecisionSource::kLease;
+    if (cost < 0) {
+      d.source = DecisionSource::kInvalidArgument;
+      d.retry_after_ns = kNever;
+      return d;
+    }
+    if (cost == 0) {
+      d.allowed = true;
+      d.remaining =
+          std::max<int64_t>(0, e->balance.load(std::memory_order_relaxed));
+      return d;
+    }
+    if (cost > FirstBurst(spec_)) {
+      d.retry_after_ns = kNever;
+      return d;
+    }
+    // acquire: pairs with the reconciler's flag updates.
+    const uint32_t flags = e->flags.load(std::memory_order_acquire);
+    if (!(flags & kHasLease)) {
+      switch (options_.lease.cold_key_policy) {
+        case ColdKeyPolicy::kLocalShare:
+          if (TakeLocalShare(e, cost)) {
+            d.allowed = true;
+            d.source = DecisionSource::kFallback;
+            reconciler_.RequestRefill(e);  // brings the charge along
+            return d;
+          }
+          break;
+        case ColdKeyPolicy::kWait:
+          if (may_wait && WaitForLease(e, cost)) {
+            d.allowed = true;
+            d.remaining = std::max<int64_t>(
+                0, e->balance.load(std::memory_order_relaxed));
+            return d;
+          }
+          break;
+        case ColdKeyPolicy::kDeny:
+          break;
+      }
+    }
+    if ((flags & kHasLease) && (flags & kRefillQueued) && !(flags & kRanDry)) {
+      // The lease ran out before its refill arrived: lease larger next time.
+      e->flags.fetch_or(kRanDry, std::memory_order_relaxed);
+    }
+    reconciler_.RequestRefill(e);
+    if (flags & kDenied) {
+      const int64_t until = e->deny_until_ns.load(std::memory_order_relaxed);
+      // The reconciler's clock as of its last step (within one tick): a
+      // denial reads no clock either.
+      d.retry_after_ns =
+          std::max<int64_t>(0, until - reconciler_.coarse_now_ns());
+    } else {
+      d.retry_after_ns = reconciler_.round_trip_ns();
+    }
+    return d;
+  }
+
+  bool TakeLocalShare(LeaseEntry* e, int64_t cost) {
+    // The share is seeded on the key's first cold decision.
+    int64_t have = e->local_share.load(std::memory_order_relaxed);
+    if (have == 0 &&
+        !(e->flags.fetch_or(kLocalSeeded, std::memory_order_acq_rel) &
+          kLocalSeeded)) {
+      e->local_share.fetch_add(local_share_, std::memory_order_relaxed);
+    }
+    if (e->local_share.fetch_sub(cost, std::memory_order_relaxed) >= cost) {
+      // acq_rel: the reconciler's exchange takes whole admissions.
+      e->unsynced.fetch_add(cost, std::memory_order_acq_rel);
+      return true;
+    }
+    e->local_share.fetch_add(cost, std::memory_order_relaxed);
+    return false;
+  }
+
+  bool WaitForLease(LeaseEntry* e, int64_t cost) {
+    reconciler_.RequestRefill(e);
+    const auto deadline = std::chrono::steady_clock::now() +
+                          absl::ToChronoNanoseconds(options_.lease.cold_wait);
+    while (std::chrono::steady_clock::now() < deadline) {
+      if (e->flags.load(std::memory_order_acquire) & (kHasLease | kDenied)) {
+        if (e->balance.fetch_sub(cost, std::memory_order_relaxed) >= cost) {
+          return true;
+        }
+        e->balance.fetch_add(cost, std::memory_order_relaxed);
+        return false;
+      }
+      std::this_thread::sleep_for(std::chrono::microseconds(50));
+    }
+    return false;
+  }
+
+  Decision TryAcquire(absl::string_view key, int64_t cost) {
+    LeaseEntry* wait_on = nullptr;
+    Decision d = registry_.With(
+        std::string_view(key.data(), key.size()), [&](LeaseEntry* e, bool) {
+          if (e == nullptr) {
+            Decision denied;
+            denied.source = DecisionSource::kKeyLimit;
+            denied.retry_after_ns = kNever;
+            return denied;
+          }
+          if (ShouldWait(e, cost)) {
+            // Wait outside the shard lock, holding a pin instead.
+            // relaxed: under the shard lock, which orders it against Evict.
+            e->pins.fetch_add(1, std::memory_order_relaxed);
+            wait_on = e;
+            return Decision{};
+          }
+          return Decide(e, cost, /*may_wait=*/false);
+        });
+    if (wait_on != nullptr) {
+      d = Decide(wait_on, cost);
+      // release: pairs with the evictor's acquire load of pins.
+      wait_on->pins.fetch_sub(1, std::memory_order_release);
+    }
+    return d;
+  }
+
+  absl::StatusOr<LeaseEntry*> Pin(absl::string_view key) {
+    return registry_.With(
+        std::string_view(key.data(), key.size()),
+        [&](LeaseEntry* e, bool) -> absl::StatusOr<LeaseEntry*> {
+          if (e == nullptr) {
+            return absl::ResourceExhaustedError(
+                absl::StrCat("the limiter holds max_keys (", options_.max_keys,
+                             ") keys and none is idle; raise "
+                             "LeasedLimiterOptions::max_keys"));
+          }
+          // relaxed: under the shard lock, which orders it against Evict.
+          e->pins.fetch_add(1, std::memory_order_relaxed);
+          return e;
+        });
+  }
+
+  void RequestRefill(LeaseEntry* e) { reconciler_.RequestRefill(e); }
+
+  absl::StatusOr<LeaseKeyInfo> Inspect(absl::string_view key) {
+    return registry_.Find(
+        std::string_view(key.data(), key.size()),
+        [&](LeaseEntry* e) -> absl::StatusOr<LeaseKeyInfo> {
+          if (e == nullptr) {
+            return absl::NotFoundError(absl::StrCat(
+                "key \"", key, "\" is not in memory (never used, or evicted)"));
+          }
+          LeaseKeyInfo info;
+          // relaxed: a monitoring snapshot.
+          info.balance = e->balance.load(std::memory_order_relaxed);
+          info.low_water = e->low_water.load(std::memory_order_relaxed);
+          const uint32_t f = e->flags.load(std::memory_order_acquire);
+          info.has_lease = f & kHasLease;
+          info.refill_pending = f & kRefillQueued;
+          info.denied = f & kDenied;
+          return info;
+        });
+  }
+
+  LeaseStats stats() const {
+    LeaseStats s = reconciler_.stats();
+    s.keys = static_cast<uint64_t>(registry_.size());
+    s.redis = connection_->stats();
+    return s;
+  }
+
+  absl::Status ReturnAll(absl::Duration timeout) {
+    return reconciler_.ReturnAll(timeout);
+  }
+
+  const LimitSpec& spec() const { return spec_; }
+  RedisConnection& connection() const { return *connection_; }
+
+ private:
+  const LimitSpec spec_;
+  const LeasedLimiterOptions options_;
+  const std::shared_ptr<RedisConnection> connection_;
+  Clock* const clock_;
+  internal::LeaseRegistry registry_;
+  internal::Reconciler reconciler_;
+  const int64_t local_share_;
+};
+
+// --- LeaseHandle ----------------------------------------------------------
+
+namespace {
+void Unpin(internal::LeaseHot* entry) {
+  // release: every use through the handle happens before an eviction that
+  // sees zero pins (acquire).
+  if (entry != nullptr) {
+    static_cast<LeaseEntry*>(entry)->pins.fetch_sub(1,
+                                                    std::memory_order_release);
+  }
+}
+void AddPin(internal::LeaseHot* entry) {
+  // relaxed: the copied handle already holds a pin, so the entry is alive.
+  if (entry != nullptr) {
+    static_cast<LeaseEntry*>(entry)->pins.fetch_add(1,
+                                                    std::memory_order_relaxed);
+  }
+}
+}  // namespace
+
+LeaseHandle::LeaseHandle(const LeaseHandle& other) : entry_(other.entry_) {
+  AddPin(entry_);
+}
+LeaseHandle& LeaseHandle::operator=(const LeaseHandle& other) {
+  if (this != &other) {
+    AddPin(other.entry_);
+    Unpin(entry_);
+    entry_ = other.entry_;
+  }
+  return *this;
+}
+LeaseHandle::LeaseHandle(LeaseHandle&& other) noexcept : entry_(other.entry_) {
+  other.entry_ = nullptr;
+}
+LeaseHandle& LeaseHandle::operator=(LeaseHandle&& other) noexcept {
+  if (this != &other) {
+    Unpin(entry_);
+    entry_ = other.entry_;
+    other.entry_ = nullptr;
+  }
+  return *this;
+}
+LeaseHandle::~LeaseHandle() { Unpin(entry_); }
+
+// --- LeasedLimiter ---------------------------------------------------------
+
+absl::StatusOr<std::unique_ptr<LeasedLimiter>> LeasedLimiter::Create(
+    LimitSpec spec, LeasedLimiterOptions options) {
+  if (absl::Status s = ValidateSpec(spec); !s.ok()) return s;
+  if (absl::Status s = internal::ValidateScriptSpec(spec); !s.ok()) return s;
+  if (absl::Status s = ValidateLeaseOptions(options.lease); !s.ok()) return s;
+  if (options.key_prefix.empty() || options.key_prefix.size() > 256 ||
+      absl::StrContains(options.key_prefix, "{") ||
+      absl::StrContains(options.key_prefix, "}")) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("LeasedLimiterOptions.key_prefix \"", options.key_prefix,
+                     "\" must be 1 to 256 bytes without '{' or '}'"));
+  }
+  if (options.max_keys < 1 || options.max_keys > (int64_t{1} << 30)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("LeasedLimiterOptions.max_keys is ", options.max_keys,
+                     "; it must be between 1 and 1073741824"));
+  }
+  std::shared_ptr<RedisConnection> connection = options.connection;
+  if (connection == nullptr) {
+    absl::StatusOr<std::shared_ptr<RedisConnection>> created =
+        RedisConnection::Create(options.redis);
+    if (!created.ok()) return created.status();
+    connection = *std::move(created);
+  }
+  return std::unique_ptr<LeasedLimiter>(
+      new LeasedLimiter(std::make_unique<Impl>(
+          std::move(spec), std::move(options), std::move(connection))));
+}
+
+LeasedLimiter::LeasedLimiter(std::unique_ptr<Impl> impl)
+    : impl_(std::move(impl)) {}
+LeasedLimiter::~LeasedLimiter() = default;
+
+Decision LeasedLimiter::TryAcquire(absl::string_view key, int64_t cost) {
+  return impl_->TryAcquire(key, cost);
+}
+
+Decision LeasedLimiter::AfterSubtract(internal::LeaseHot* hot, int64_t cost,
+                                      int64_t old) {
+  LeaseEntry* e = static_cast<LeaseEntry*>(hot);
+  if (old >= cost) {
+    // Admitted, and below the low-water mark: ask for the refill now.
+    impl_->RequestRefill(e);
+    Decision d;
+    d.allowed = true;
+    d.source = DecisionSource::kLease;
+    d.remaining = old - cost;
+    return d;
+  }
+  // relaxed: undoes this call's own subtraction (a count).
+  e->balance.fetch_add(cost, std::memory_order_relaxed);
+  return impl_->Slow(e, cost, /*may_wait=*/true);
+}
+
+Decision LeasedLimiter::SlowAcquire(const LeaseHandle& handle, int64_t cost) {
+  if (handle.entry_ == nullptr) {
+    Decision d;
+    d.source = DecisionSource::kInvalidArgument;
+    d.retry_after_ns = kNever;
+    return d;
+  }
+  return impl_->Slow(static_cast<LeaseEntry*>(handle.entry_), cost,
+                     /*may_wait=*/true);
+}
+
+absl::StatusOr<LeaseHandle> LeasedLimiter::Resolve(absl::string_view key) {
+  absl::StatusOr<LeaseEntry*> e = impl_->Pin(key);
+  if (!e.ok()) return e.status();
+  return LeaseHandle(static_cast<internal::LeaseHot*>(*e));
+}
+
+absl::Status LeasedLimiter::ReturnAll(absl::Duration timeout) {
+  return impl_->ReturnAll(timeout);
+}
+
+LeaseStats LeasedLimiter::stats() const { return impl_->stats(); }
+absl::StatusOr<LeaseKeyInfo> LeasedLimiter::Inspect(
+    absl::string_view key) const {
+  return impl_->Inspect(key);
+}
+const LimitSpec& LeasedLimiter::spec() const { return impl_->spec(); }
+RedisConnection& LeasedLimiter::connection() const {
+  return impl_->connection();
+}
+
+}  // namespace tokenlease
