@@ -65,10 +65,10 @@
 //   admitted in any 1 s            <= L + B + H
 // where H is what the instances may hold in leases at the start of the span
 // (tokens taken from Redis but not yet spent): each instance holds at most
-// one lease of at most max_lease = max_lease_fraction * B tokens, plus what
-// was left of the previous one when its refill was asked for (below
-// low_water = 0.5 of the lease), so H = N * 1.5 * max_lease for leased mode
-// and 0 for local and direct mode. After the first second the bucket's
+// M = 2 * max_lease - 1 tokens for unit costs (docs/design.md, "Accuracy
+// bound": a grant of at most max_lease = max_lease_fraction * B on top of
+// what is left below the low-water mark), so H = N * M for leased mode and
+// 0 for local and direct mode. After the first second the bucket's
 // burst is spent under overload, so a 1 s span should see about L + H; that
 // is printed as information, not checked.
 #include <fcntl.h>
@@ -1178,8 +1178,8 @@ int RunParent(int argc, char** argv, Flags f) {
   const int64_t max_lease = MaxLease(f);
   const int64_t held =
       f.mode == "leased"
-          ? static_cast<int64_t>(
-                std::ceil(f.instances * 1.5 * static_cast<double>(max_lease)))
+          ? static_cast<int64_t>(f.instances *
+                                 (2 * static_cast<double>(max_lease) - 1))
           : 0;
   const double p0 = ZipfP0(f);
 
@@ -1558,9 +1558,9 @@ int RunParent(int argc, char** argv, Flags f) {
                 max_steady / limit_span, Fmt(limit_span + held).c_str());
   }
   if (held > 0) {
-    std::printf("  held = instances x 1.5 x max lease = %d x 1.5 x %" PRId64
-                " (a lease plus the half of the previous one left at "
-                "refill)\n",
+    std::printf("  held = instances x (2 x max lease - 1) = %d x (2 x %" PRId64
+                " - 1) (docs/design.md, accuracy bound: a grant on top of "
+                "what is left below the low-water mark)\n",
                 f.instances, max_lease);
   }
   std::printf("per-window %s admitted (window %g s):", hot, window_s);

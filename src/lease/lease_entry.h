@@ -19,6 +19,8 @@ inline constexpr uint32_t kDenied = 2;        // Redis refused: deny locally
 inline constexpr uint32_t kHasLease = 4;      // a lease has arrived once
 inline constexpr uint32_t kRanDry = 8;        // denied while a refill was
                                               // on its way: lease too small
+inline constexpr uint32_t kWantedWhileDenied = 32;  // a decision was denied
+                                                    // while kDenied was set
 inline constexpr uint32_t kLocalSeeded = 16;  // local share handed out since
                                               // the last lease ended
 
@@ -38,9 +40,10 @@ struct LeaseBook {
   bool request_in_flight = false;
   int error_streak = 0;  // consecutive failed lease requests
   bool charge_in_flight = false;
-  int64_t last_active_ns = 0;  // last refill request or grant
-  int heap_refs = 0;           // entries in the expiry heap
-  int releases_pending = 0;    // releases queued or in flight
+  int64_t last_active_ns = 0;   // last refill request or grant
+  int heap_refs = 0;            // entries in the expiry heap
+  int releases_pending = 0;     // releases queued or in flight
+  int charge_backlog_refs = 0;  // times the key is in the charge backlog
 };
 
 // LeaseHot (balance, low_water) comes first: the decision path subtracts

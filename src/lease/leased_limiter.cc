@@ -179,6 +179,12 @@ class LeasedLimiter::Impl {
       e->flags.fetch_or(kRanDry, std::memory_order_relaxed);
     }
     reconciler_.RequestRefill(e);
+    if ((flags & kDenied) && !(flags & internal::kWantedWhileDenied)) {
+      // Tells the reconciler the key still has demand when the cached
+      // refusal ends (an idle key is not asked for again).
+      e->flags.fetch_or(internal::kWantedWhileDenied,
+                        std::memory_order_relaxed);
+    }
     if (flags & kDenied) {
       const int64_t until = e->deny_until_ns.load(std::memory_order_relaxed);
       // The reconciler's clock as of its last step (within one tick): a

@@ -97,6 +97,8 @@ void Reconciler::Run() {
 }
 
 absl::Status Reconciler::ReturnAll(absl::Duration timeout) {
+  // Clamped: steady_clock::now() + an infinite duration would overflow.
+  timeout = std::clamp(timeout, absl::ZeroDuration(), absl::Hours(24));
   const auto deadline =
       std::chrono::steady_clock::now() + absl::ToChronoNanoseconds(timeout);
   std::unique_lock<std::mutex> lock(mu_);
@@ -134,7 +136,10 @@ void Reconciler::Step() {
   if (!charge_backlog_.empty()) {
     std::vector<LeaseEntry*> charges;
     charges.swap(charge_backlog_);
-    for (LeaseEntry* e : charges) SendCharge(e);
+    for (LeaseEntry* e : charges) {
+      --e->book.charge_backlog_refs;
+      SendCharge(e);
+    }
   }
   want_.assign(deferred_.begin(), deferred_.end());
   deferred_.clear();
@@ -162,11 +167,14 @@ void Reconciler::Step() {
     }
     denied_[i] = denied_.back();
     denied_.pop_back();
-    e->flags.fetch_and(~kDenied, std::memory_order_acq_rel);
-    // Ask again at once if the key is below its low-water mark (it was
-    // denying while cached).
-    if (e->balance.load(std::memory_order_relaxed) <
-        e->low_water.load(std::memory_order_relaxed)) {
+    const uint32_t before = e->flags.fetch_and(~(kDenied | kWantedWhileDenied),
+                                               std::memory_order_acq_rel);
+    // Ask again at once only if decisions were denied meanwhile and the key
+    // is below its low-water mark; an idle key is left alone (and can be
+    // evicted), so an outage does not turn into polling every key.
+    if ((before & kWantedWhileDenied) &&
+        e->balance.load(std::memory_order_relaxed) <
+            e->low_water.load(std::memory_order_relaxed)) {
       if (!(e->flags.fetch_or(kRefillQueued, std::memory_order_acq_rel) &
             kRefillQueued)) {
         want_.push_back(e);
@@ -201,9 +209,15 @@ void Reconciler::Step() {
   }
   client_->EndBatch();
 
+  // acq_rel: a ReturnAll waiter that reads 0 sees the backlogs sent.
+  backlog_.store(
+      static_cast<int64_t>(release_backlog_.size() + charge_backlog_.size() +
+                           deferred_.size()),
+      std::memory_order_release);
   if (return_all) {
     std::lock_guard<std::mutex> lock(mu_);
     return_all_ = false;
+    returned_all_at_ns_ = now;  // grants in flight are returned on arrival
   }
   if (now >= next_evict_ns_) {
     EvictIdle(now);
@@ -260,8 +274,8 @@ void Reconciler::SendLease(LeaseEntry* e, int64_t now) {
 
 void Reconciler::SendCharge(LeaseEntry* e) {
   LeaseBook& b = e->book;
-  if (b.charge_in_flight) return;
-  if (!HasRoom()) {
+  if (!HasRoom() || b.charge_in_flight) {
+    ++b.charge_backlog_refs;
     // Charged later; the key stays in memory while it has unsynced tokens.
     charge_backlog_.push_back(e);
     return;
@@ -287,14 +301,24 @@ void Reconciler::SendCharge(LeaseEntry* e) {
 
 void Reconciler::ReturnLease(LeaseEntry* e, int64_t now) {
   LeaseBook& b = e->book;
-  // acq_rel: takes the balance atomically against concurrent decisions.
-  int64_t left = e->balance.exchange(0, std::memory_order_acq_rel);
-  if (left < 0) {
-    // A decision's failed subtraction is about to be added back: leave its
-    // deficit in place so that the add-back nets to zero.
-    e->balance.fetch_add(left, std::memory_order_acq_rel);
-    left = 0;
+  // Takes the balance only when it is not negative: a negative balance is a
+  // decision's failed subtraction that is about to be added back, and
+  // taking it would let the add-back create tokens (or leave them behind
+  // with no lease). acq_rel: atomic against concurrent decisions.
+  int64_t left = e->balance.load(std::memory_order_relaxed);
+  while (left > 0 && !e->balance.compare_exchange_weak(
+                         left, 0, std::memory_order_acq_rel)) {
   }
+  if (left < 0) {
+    if (b.expires_at_ns != 0) {
+      // Try again on the next step, when the add-back has landed.
+      b.expires_at_ns = now + 1;
+      expiry_.push(Expiry{b.expires_at_ns, e, b.lease_seq});
+      ++b.heap_refs;
+    }
+    return;
+  }
+  if (e->unsynced.load(std::memory_order_relaxed) > 0) SendCharge(e);
   if (b.expires_at_ns == 0 && left == 0) return;
   const double unused =
       b.lease_granted > 0 ? static_cast<double>(left) / b.lease_granted : 0;
@@ -327,8 +351,10 @@ void Reconciler::ReturnLease(LeaseEntry* e, int64_t now) {
   // The key is cold again: its cold-key policy applies to its next
   // requests (a fresh local share for kLocalShare). The share is taken back
   // like a balance, compensating a decision's in-flight subtraction.
-  const int64_t share = e->local_share.exchange(0, std::memory_order_acq_rel);
-  if (share < 0) e->local_share.fetch_add(share, std::memory_order_acq_rel);
+  int64_t share = e->local_share.load(std::memory_order_relaxed);
+  while (share > 0 && !e->local_share.compare_exchange_weak(
+                          share, 0, std::memory_order_acq_rel)) {
+  }
   e->flags.fetch_and(~(kHasLease | kLocalSeeded), std::memory_order_acq_rel);
 }
 
@@ -377,6 +403,8 @@ void Reconciler::ApplyReplies(int64_t now) {
           // the charge would not.
           item.entry->unsynced.fetch_add(item.amount,
                                          std::memory_order_acq_rel);
+          ++item.entry->book.charge_backlog_refs;
+          charge_backlog_.push_back(item.entry);  // retried next step
           counters_.redis_errors.fetch_add(1, std::memory_order_relaxed);
         }
         break;
@@ -428,7 +456,8 @@ void Reconciler::ApplyLease(LeaseEntry* e, const absl::StatusOr<RedisReply>& r,
       // Tokens of one fixed window must not be spent in the next.
       life = std::min(life, res->reset_after_us * 1000);
     }
-    b.expires_at_ns = now + life;
+    // Counted from when the request left (the grant is at least that old).
+    b.expires_at_ns = std::min(now, b.requested_at_ns) + life;
     expiry_.push(Expiry{b.expires_at_ns, e, b.lease_seq});
     ++b.heap_refs;
     b.granted_total += res->granted;
@@ -442,6 +471,9 @@ void Reconciler::ApplyLease(LeaseEntry* e, const absl::StatusOr<RedisReply>& r,
     // relaxed: a count of tokens; it publishes nothing else.
     e->balance.fetch_add(res->granted, std::memory_order_relaxed);
     e->flags.fetch_or(kHasLease, std::memory_order_acq_rel);
+    if (b.requested_at_ns <= returned_all_at_ns_) {
+      ReturnLease(e, now);  // asked for before ReturnAll: give it back
+    }
   } else {
     counters_.denied_by_redis.fetch_add(1, std::memory_order_relaxed);
     int64_t wait = res->retry_after_us < 0
@@ -468,7 +500,8 @@ void Reconciler::EvictIdle(int64_t now) {
            (e->flags.load(std::memory_order_relaxed) &
             (kRefillQueued | kDenied)) == 0 &&
            !b.request_in_flight && !b.charge_in_flight && b.heap_refs == 0 &&
-           b.releases_pending == 0 && now - b.last_active_ns >= idle_ns;
+           b.releases_pending == 0 && b.charge_backlog_refs == 0 &&
+           now - b.last_active_ns >= idle_ns;
   });
 }
 

@@ -157,6 +157,10 @@ class Reconciler {
   };
   std::deque<PendingRelease> release_backlog_;
   int64_t calls_in_flight_ = 0;
+  // When ReturnAll last ran (reconciler clock): a grant asked for before it
+  // is returned as soon as it arrives.
+  int64_t returned_all_at_ns_ = -1;
+  std::atomic<int64_t> backlog_{0};  // backlog sizes, for ReturnAll
   bool HasRoom() const { return calls_in_flight_ < kMaxCallsInFlight; }
 
   std::atomic<int64_t> outstanding_{0};  // submitted, not yet applied

@@ -216,6 +216,42 @@ TEST_F(LeasedLimiterTest, RefusalIsCachedLocally) {
   EXPECT_GT(d.retry_after_ns, absl::ToInt64Nanoseconds(absl::Minutes(1)));
 }
 
+TEST_F(LeasedLimiterTest, AfterARefusalOnlyKeysWithDemandAskAgain) {
+  // The reconciler's clock is manual: refusals are cached until a time on
+  // it, so the test decides when they end.
+  ManualClock clock(absl::Now());
+  LeaseOptions lease;
+  lease.idle_evict = absl::Hours(10);
+  lease.lease_ttl = absl::Hours(1);
+  const LimitSpec spec = LimitSpec::Gcra(1, absl::Hours(1));
+  auto limiter = Make(spec, lease, &clock);
+  // Key "idle": one token, spent; the next decision is refused by Redis.
+  // Key "busy": the same, plus a decision while the refusal is cached.
+  for (const char* key : {"idle", "busy"}) {
+    ASSERT_TRUE(WaitFor([&] { return limiter->TryAcquire(key).allowed; }));
+    EXPECT_FALSE(limiter->TryAcquire(key).allowed);  // asks for more
+    ASSERT_TRUE(WaitFor([&] {
+      auto i = limiter->Inspect(key);
+      return i.ok() && i->denied;
+    }));
+  }
+  EXPECT_FALSE(limiter->TryAcquire("busy").allowed);  // demand while denied
+  const uint64_t requests = limiter->stats().lease_requests;
+  clock.Advance(absl::Hours(2));  // both refusals are over
+  // ("busy" may be refused again at once: Redis's clock has not moved.)
+  ASSERT_TRUE(WaitFor([&] { return !limiter->Inspect("idle")->denied; }));
+  // "busy" asks again by itself; "idle" does not (no polling of idle keys).
+  ASSERT_TRUE(
+      WaitFor([&] { return limiter->stats().lease_requests == requests + 1; }));
+  // (Redis refuses it again: its clock has not moved by two hours.)
+  EXPECT_FALSE(limiter->Inspect("idle")->refill_pending);
+  EXPECT_EQ(limiter->stats().lease_requests, requests + 1);
+  // A decision on "idle" asks again.
+  EXPECT_FALSE(limiter->TryAcquire("idle").allowed);
+  ASSERT_TRUE(
+      WaitFor([&] { return limiter->stats().lease_requests == requests + 2; }));
+}
+
 TEST_F(LeasedLimiterTest, LocalShareAdmitsColdKeysAndIsCharged) {
   const LimitSpec spec = LimitSpec::TokenBucket(1000, absl::Hours(1));
   LeaseOptions lease;
