@@ -11,6 +11,7 @@
 //       [--seconds=30] [--keys=hot|zipf] [--zipf_keys=100000] [--zipf_s=1.1]
 //       [--window_ms=1000] [--csv=PATH] [--use_handle] [--pacing=spin|sleep]
 //       [--lease_ttl_ms=1000] [--max_lease_fraction=0.1]
+//       [--idle_evict_ms=30000]
 //       [--cold_key_policy=deny|wait|local_share] [--live]
 //
 // Offered load: each thread paces its calls to offered / (N * T) per second
@@ -145,6 +146,7 @@ struct Flags {
   bool pacing_sleep = false;  // --pacing=sleep (default spin)
   int sample_every = kDefaultSampleEvery;
   int lease_ttl_ms = 1000;
+  int idle_evict_ms = 30000;  // LeaseOptions::idle_evict (>= 2 x lease_ttl)
   double max_lease_fraction = 0.1;
   std::string cold_key_policy = "deny";
   bool live = false;  // --live: one line per window as it closes
@@ -166,6 +168,7 @@ void Usage() {
       "  [--window_ms=1000] [--csv=PATH] [--use_handle] "
       "[--sample_every=64] [--pacing=spin|sleep]\n"
       "  [--lease_ttl_ms=1000] [--max_lease_fraction=0.1]\n"
+      "  [--idle_evict_ms=30000]\n"
       "  [--cold_key_policy=deny|wait|local_share] [--live]\n"
       "(bench/run_lease_harness.sh starts a private redis-server and passes "
       "--url)\n");
@@ -219,6 +222,8 @@ bool ParseFlags(int argc, char** argv, Flags& f) {
       ok = absl::SimpleAtoi(v, &f.sample_every);
     } else if (val("--lease_ttl_ms", v)) {
       ok = absl::SimpleAtoi(v, &f.lease_ttl_ms);
+    } else if (val("--idle_evict_ms", v)) {
+      ok = absl::SimpleAtoi(v, &f.idle_evict_ms);
     } else if (val("--max_lease_fraction", v)) {
       ok = absl::SimpleAtod(v, &f.max_lease_fraction);
     } else if (val("--cold_key_policy", v)) {
@@ -288,7 +293,7 @@ tokenlease::LeaseOptions MakeLeaseOptions(const Flags& f) {
   tokenlease::LeaseOptions o;
   o.lease_ttl = absl::Milliseconds(f.lease_ttl_ms);
   o.min_batch = std::min(o.min_batch, o.lease_ttl);
-  o.idle_evict = std::max(o.idle_evict, 2 * o.lease_ttl);
+  o.idle_evict = std::max(absl::Milliseconds(f.idle_evict_ms), 2 * o.lease_ttl);
   o.max_lease_fraction = f.max_lease_fraction;
   if (f.cold_key_policy == "wait") {
     o.cold_key_policy = tokenlease::ColdKeyPolicy::kWait;
@@ -1211,10 +1216,10 @@ int RunParent(int argc, char** argv, Flags f) {
     std::printf(
         "lease options: lease_ttl=%dms max_lease_fraction=%g (max "
         "lease %" PRId64
-        " tokens) cold_key_policy=%s, others "
+        " tokens) cold_key_policy=%s idle_evict=%dms, others "
         "default\n",
         f.lease_ttl_ms, f.max_lease_fraction, max_lease,
-        f.cold_key_policy.c_str());
+        f.cold_key_policy.c_str(), f.idle_evict_ms);
   }
   if (f.mode == "local") {
     std::printf("local: each instance has its own Limiter with %" PRId64
