@@ -357,7 +357,7 @@ if has_log then
     return score + b.period - at
   end
   local function parse_member(m)
-    local sc, tok = smatch(m, '^(%d+):(%d+)$')
+    local sc, tok = smatch(m, '^(-?%d+):(%d+)$')
     return tonumber(sc), tonumber(tok)
   end
   -- '%d' is exact and cheaper; '%.0f' (as before) beyond 2^53.

@@ -245,7 +245,7 @@ if amount == 0 or left <= 0 then return 0 end
 local parse_member, log_rec, log_left
 if has_log then
   parse_member = function(m)
-    local sc, tok = smatch(m, '^(%d+):(%d+)$')
+    local sc, tok = smatch(m, '^(-?%d+):(%d+)$')
     return tonumber(sc), tonumber(tok)
   end
   -- Where the grant was recorded in a log (at the earliest).

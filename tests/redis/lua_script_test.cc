@@ -561,3 +561,30 @@ TEST_F(LuaScriptTest, SeedCalendarDayBoundaryInUtcPlus8) {
 
 }  // namespace
 }  // namespace tokenlease
+
+namespace tokenlease {
+namespace {
+
+// A log granule that starts before the Unix epoch (an explicit now before
+// the window offset) is recorded with a negative score; later calls must
+// still parse it.
+TEST_F(LuaScriptTest, SlidingLogAcceptsGranulesBeforeTheEpoch) {
+  LimitSpec spec = LimitSpec::SlidingWindowLog(3, absl::Seconds(1));
+  spec.bands[0].window_offset = absl::Microseconds(-5);
+  spec.bands[0].log_granularity = absl::Milliseconds(1);
+  auto r = Acquire(spec, "prehistoric", At(16, 1, 1));
+  EXPECT_EQ(r.granted, 1);
+  r = Acquire(spec, "prehistoric", At(20, 2, 2));
+  EXPECT_EQ(r.granted, 2);
+  r = Acquire(spec, "prehistoric", At(30, 1, 1));
+  EXPECT_EQ(r.granted, 0);
+  ReleaseArgs rel;
+  rel.amount = 1;
+  rel.lease_id = "prehistoric-1";
+  rel.granted_at_us = 20;
+  rel.now_us = 40;
+  EXPECT_GE(Release(spec, "prehistoric", rel), 0);
+}
+
+}  // namespace
+}  // namespace tokenlease
