@@ -138,8 +138,19 @@ class LeaseHandle {
 
  private:
   friend class LeasedLimiter;
-  explicit LeaseHandle(internal::LeaseHot* entry) : entry_(entry) {}
+  LeaseHandle(internal::LeaseHot* entry, int64_t max_cost)
+      : entry_(entry), max_cost_(max_cost) {}
   internal::LeaseHot* entry_ = nullptr;
+  // The limit's first-band burst (at most 2^40, spec.cc): no lease can pay
+  // more, so a larger cost never touches the balance. Kept here, not in the
+  // key, so that the inline path loads nothing the entry pointer's load
+  // must precede.
+  int64_t max_cost_ = 0;
+  // Set when a decision through this handle found too few tokens, cleared
+  // when one finds enough: the next decision reads the balance before it
+  // writes. Per handle, not per key: a copy, or a handle assigned to, starts
+  // without it.
+  mutable std::atomic<bool> expect_refusal_{false};
 };
 
 // A limit shared through Redis, decided locally from leased tokens.
@@ -161,15 +172,31 @@ class LeasedLimiter {
   // succeed: the time Redis gave when it refused a lease, else an estimate
   // of the next lease's arrival.
   Decision TryAcquire(absl::string_view key, int64_t cost = 1);
-  // Inline: a decision served from the lease is one relaxed load, one
-  // relaxed fetch_sub and two compares in the caller's code.
+  // Inline: a decision served from the lease is one relaxed fetch_sub, two
+  // relaxed loads from the handle, one from the key and four compares in
+  // the caller's code.
   Decision TryAcquire(const LeaseHandle& handle, int64_t cost = 1) {
     internal::LeaseHot* e = handle.entry_;
-    // relaxed: the balance is a count of tokens and publishes nothing else;
-    // each token is taken by exactly one successful subtraction.
-    if (e != nullptr && cost > 0 &&
-        e->balance.load(std::memory_order_relaxed) >= cost) [[likely]] {
+    // No load of the balance precedes the subtraction: on x86 a locked
+    // instruction waits for earlier loads, and that dependent load cost
+    // about 2 ns (docs/benchmarks.md, "before/after"). A subtraction that
+    // finds too few tokens is undone in AfterSubtract and sets the handle's
+    // expect_refusal_, so that repeated denials (an exhausted limit under
+    // load) only read the shared balance (SlowAcquire) instead of writing it
+    // twice. A cost above the burst never subtracts, so each failed
+    // subtraction in flight is at most 2^40: wrapping the balance around
+    // would take 2^23 of them at once.
+    // relaxed (expect_refusal_): a hint; either value gives a correct
+    // decision.
+    if (cost > 0 && cost <= handle.max_cost_ &&
+        !handle.expect_refusal_.load(std::memory_order_relaxed)) [[likely]] {
+      // relaxed: the balance is a count of tokens and publishes nothing
+      // else; each token is taken by exactly one successful subtraction.
+      // While a failed subtraction is in flight others see fewer tokens,
+      // never more.
       const int64_t old = e->balance.fetch_sub(cost, std::memory_order_relaxed);
+      // low_water >= 1, so this also says old >= cost; old - cost cannot
+      // overflow (old >= -2^40 x threads, cost <= 2^40).
       if (old - cost >= e->low_water.load(std::memory_order_relaxed))
           [[likely]] {
         Decision d;
@@ -178,7 +205,7 @@ class LeasedLimiter {
         d.remaining = old - cost;
         return d;
       }
-      return AfterSubtract(e, cost, old);
+      return AfterSubtract(handle, cost, old);
     }
     return SlowAcquire(handle, cost);
   }
@@ -202,8 +229,11 @@ class LeasedLimiter {
  private:
   explicit LeasedLimiter(std::unique_ptr<Impl> impl);
   // Out of line: the subtraction left the balance below the low-water mark
-  // (ask for a refill) or below zero (undo and take the slow path).
-  Decision AfterSubtract(internal::LeaseHot* e, int64_t cost, int64_t old);
+  // (ask for a refill) or found too few tokens (undo, mark the handle, and
+  // take the slow path).
+  Decision AfterSubtract(const LeaseHandle& handle, int64_t cost, int64_t old);
+  // The handle is invalid (max_cost_ is 0), the cost out of range, or the
+  // handle expects a refusal: checks the balance before subtracting.
   Decision SlowAcquire(const LeaseHandle& handle, int64_t cost);
   std::unique_ptr<Impl> impl_;
 };

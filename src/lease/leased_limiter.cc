@@ -127,12 +127,10 @@ class LeasedLimiter::Impl {
            !(e->flags.load(std::memory_order_acquire) & kHasLease);
   }
 
+  // The largest cost a lease can pay (LeaseHandle::max_cost_).
+  int64_t max_cost() const { return FirstBurst(spec_); }
+
   Decision Slow(LeaseEntry* e, int64_t cost, bool may_wait) {
-    // relaxed: a sizing hint for the reconciler (the next lease covers at
-    // least the largest cost denied).
-    if (cost > 0 && e->wanted_cost.load(std::memory_order_relaxed) < cost) {
-      e->wanted_cost.store(cost, std::memory_order_relaxed);
-    }
     Decision d;
     d.source = DecisionSource::kLease;
     if (cost < 0) {
@@ -149,6 +147,12 @@ class LeasedLimiter::Impl {
     if (cost > FirstBurst(spec_)) {
       d.retry_after_ns = kNever;
       return d;
+    }
+    // relaxed: a sizing hint for the reconciler (the next lease covers at
+    // least the largest cost denied). Only after the burst check: a cost no
+    // lease can cover must not make every later lease request ask for it.
+    if (e->wanted_cost.load(std::memory_order_relaxed) < cost) {
+      e->wanted_cost.store(cost, std::memory_order_relaxed);
     }
     // acquire: pairs with the reconciler's flag updates.
     const uint32_t flags = e->flags.load(std::memory_order_acquire);
@@ -340,7 +344,8 @@ void AddPin(internal::LeaseHot* entry) {
 }
 }  // namespace
 
-LeaseHandle::LeaseHandle(const LeaseHandle& other) : entry_(other.entry_) {
+LeaseHandle::LeaseHandle(const LeaseHandle& other)
+    : entry_(other.entry_), max_cost_(other.max_cost_) {
   AddPin(entry_);
 }
 LeaseHandle& LeaseHandle::operator=(const LeaseHandle& other) {
@@ -348,17 +353,24 @@ LeaseHandle& LeaseHandle::operator=(const LeaseHandle& other) {
     AddPin(other.entry_);
     Unpin(entry_);
     entry_ = other.entry_;
+    max_cost_ = other.max_cost_;
+    expect_refusal_.store(false, std::memory_order_relaxed);
   }
   return *this;
 }
-LeaseHandle::LeaseHandle(LeaseHandle&& other) noexcept : entry_(other.entry_) {
+LeaseHandle::LeaseHandle(LeaseHandle&& other) noexcept
+    : entry_(other.entry_), max_cost_(other.max_cost_) {
   other.entry_ = nullptr;
+  other.max_cost_ = 0;
 }
 LeaseHandle& LeaseHandle::operator=(LeaseHandle&& other) noexcept {
   if (this != &other) {
     Unpin(entry_);
     entry_ = other.entry_;
+    max_cost_ = other.max_cost_;
+    expect_refusal_.store(false, std::memory_order_relaxed);
     other.entry_ = nullptr;
+    other.max_cost_ = 0;
   }
   return *this;
 }
@@ -403,9 +415,9 @@ Decision LeasedLimiter::TryAcquire(absl::string_view key, int64_t cost) {
   return impl_->TryAcquire(key, cost);
 }
 
-Decision LeasedLimiter::AfterSubtract(internal::LeaseHot* hot, int64_t cost,
+Decision LeasedLimiter::AfterSubtract(const LeaseHandle& handle, int64_t cost,
                                       int64_t old) {
-  LeaseEntry* e = static_cast<LeaseEntry*>(hot);
+  LeaseEntry* e = static_cast<LeaseEntry*>(handle.entry_);
   if (old >= cost) {
     // Admitted, and below the low-water mark: ask for the refill now.
     impl_->RequestRefill(e);
@@ -417,6 +429,11 @@ Decision LeasedLimiter::AfterSubtract(internal::LeaseHot* hot, int64_t cost,
   }
   // relaxed: undoes this call's own subtraction (a count).
   e->balance.fetch_add(cost, std::memory_order_relaxed);
+  // relaxed: a hint (see TryAcquire); written only when it changes, so a
+  // handle shared by threads is not written on every denial.
+  if (!handle.expect_refusal_.load(std::memory_order_relaxed)) {
+    handle.expect_refusal_.store(true, std::memory_order_relaxed);
+  }
   return impl_->Slow(e, cost, /*may_wait=*/true);
 }
 
@@ -427,14 +444,21 @@ Decision LeasedLimiter::SlowAcquire(const LeaseHandle& handle, int64_t cost) {
     d.retry_after_ns = kNever;
     return d;
   }
-  return impl_->Slow(static_cast<LeaseEntry*>(handle.entry_), cost,
-                     /*may_wait=*/true);
+  LeaseEntry* e = static_cast<LeaseEntry*>(handle.entry_);
+  // Reached with an out-of-range cost, or when the handle expects a
+  // refusal: Decide reads the balance before it subtracts, so denials
+  // leave the balance's cache line shared. Enough tokens clear the mark.
+  if (cost > 0 && cost <= handle.max_cost_ &&
+      e->balance.load(std::memory_order_relaxed) >= cost) {
+    handle.expect_refusal_.store(false, std::memory_order_relaxed);
+  }
+  return impl_->Decide(e, cost);
 }
 
 absl::StatusOr<LeaseHandle> LeasedLimiter::Resolve(absl::string_view key) {
   absl::StatusOr<LeaseEntry*> e = impl_->Pin(key);
   if (!e.ok()) return e.status();
-  return LeaseHandle(static_cast<internal::LeaseHot*>(*e));
+  return LeaseHandle(static_cast<internal::LeaseHot*>(*e), impl_->max_cost());
 }
 
 absl::Status LeasedLimiter::ReturnAll(absl::Duration timeout) {

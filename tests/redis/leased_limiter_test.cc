@@ -7,6 +7,7 @@
 #include <atomic>
 #include <chrono>
 #include <thread>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "redis/redis_server.h"
@@ -321,6 +322,58 @@ TEST_F(LeasedLimiterTest, TwoInstancesHoldTheSharedLimit) {
   // Under sanitizers the threads are slow, but they still offer far more
   // than the limit: most of the limit is used.
   EXPECT_GE(admitted.load(), 0.5 * 2000 * elapsed) << "elapsed " << elapsed;
+}
+
+// Two threads share one handle with mixed costs, so subtractions that find
+// too few tokens (and are undone) race with ones that succeed. No token is
+// made or lost: what was admitted plus what Redis still has is the window.
+// (Whether the handle reads or subtracts first is a speed hint, which
+// lease_bench's deny cases measure; both must give these results.)
+TEST_F(LeasedLimiterTest, SharedHandleAdmitsExactlyTheWindowAcrossRefusals) {
+  const LimitSpec spec = LimitSpec::FixedWindow(300, absl::Hours(1));
+  LeaseOptions lease;
+  lease.cold_key_policy = ColdKeyPolicy::kDeny;
+  auto limiter = Make(spec, lease);
+  auto h = limiter->Resolve("w");
+  ASSERT_TRUE(h.ok()) << h.status();
+  // Cold: denied, then served through the same handle once a lease lands.
+  EXPECT_FALSE(limiter->TryAcquire(*h).allowed);
+  int64_t first = 0;
+  ASSERT_TRUE(WaitFor([&] {
+    first = limiter->TryAcquire(*h).allowed ? 1 : 0;
+    return first == 1;
+  }));
+  // A cost beyond the burst is refused for good, and must not make later
+  // lease requests ask for it (Redis would refuse them all).
+  Decision huge = limiter->TryAcquire(*h, 301);
+  EXPECT_FALSE(huge.allowed);
+  EXPECT_EQ(huge.retry_after_ns, kNever);
+
+  std::atomic<int64_t> admitted{first};
+  std::atomic<bool> stop{false};
+  std::vector<std::thread> threads;
+  for (int64_t cost : {1, 3}) {
+    threads.emplace_back([&, cost] {
+      int64_t mine = 0;
+      while (!stop.load(std::memory_order_relaxed)) {
+        if (limiter->TryAcquire(*h, cost).allowed) mine += cost;
+      }
+      admitted.fetch_add(mine);
+    });
+  }
+  EXPECT_TRUE(WaitFor([&] { return limiter->stats().denied_by_redis >= 1; }));
+  stop.store(true);
+  for (auto& t : threads) t.join();
+  // Spend what is left here: leftovers merged from an earlier lease are
+  // dropped, not returned, by design (they may belong to another window).
+  for (int i = 0; i < 300 && limiter->TryAcquire(*h, 1).allowed; ++i) {
+    admitted.fetch_add(1);
+  }
+  ASSERT_TRUE(limiter->ReturnAll(absl::Seconds(10)).ok());
+  EXPECT_LE(admitted.load(), 300);
+  // Redis refuses only when it holds less than the largest cost asked for.
+  EXPECT_GE(admitted.load(), 240);
+  EXPECT_EQ(admitted.load() + RedisRemaining(spec, "w"), 300);
 }
 
 TEST_F(LeasedLimiterTest, CreateRejectsBadOptions) {
