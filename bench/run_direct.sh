@@ -11,31 +11,12 @@ build_dir="${BUILD_DIR:-build/release}"
 bin="${build_dir}/bench/direct_bench"
 [[ -x "${bin}" ]] || { echo "error: ${bin} not found; build direct_bench" >&2; exit 1; }
 
-dir="$(mktemp -d "${TMPDIR:-/tmp}/tokenlease-bench.XXXXXX")"
-port=""
-pid=""
-cleanup() {
-  [[ -n "${pid}" ]] && kill "${pid}" 2>/dev/null && wait "${pid}" 2>/dev/null
-  rm -rf "${dir}"
-}
-trap cleanup EXIT
-for attempt in 1 2 3 4 5; do
-  port=$((20000 + RANDOM % 30000))
-  redis-server --port "${port}" --bind 127.0.0.1 --save '' --appendonly no \
-    --dir "${dir}" --logfile "${dir}/redis.log" &
-  pid=$!
-  for ((i = 0; i < 100; i++)); do
-    redis-cli -p "${port}" ping 2>/dev/null | grep -q PONG && break 2
-    kill -0 "${pid}" 2>/dev/null || break
-    sleep 0.05
-  done
-  kill "${pid}" 2>/dev/null || true
-  wait "${pid}" 2>/dev/null || true
-  pid=""
-done
-[[ -n "${pid}" ]] || { echo "could not start redis-server" >&2; exit 1; }
-"${bin}" --url="redis://127.0.0.1:${port}" "$@"
+# shellcheck source=scripts/lib/redis_server.sh
+source "${root}/scripts/lib/redis_server.sh"
+trap redis_server_stop EXIT
+redis_server_start --prefix=tokenlease-bench || exit "$?"
+"${bin}" --url="redis://127.0.0.1:${redis_server_port}" "$@"
 # Server-side cost per script call (usec_per_call), to tell script time from
 # round trips.
 echo "# redis INFO commandstats:"
-redis-cli -p "${port}" info commandstats | grep -E '^cmdstat_(eval|evalsha):' || true
+redis-cli -p "${redis_server_port}" info commandstats | grep -E '^cmdstat_(eval|evalsha):' || true

@@ -19,36 +19,14 @@ build_dir="${BUILD_DIR:-build/release}"
 bin="${build_dir}/bench/lease_bench"
 [[ -x "${bin}" ]] || { echo "error: ${bin} not found; build lease_bench" >&2; exit 1; }
 
-dir="$(mktemp -d "${TMPDIR:-/tmp}/tokenlease-bench.XXXXXX")"
-port=""
-pid=""
-cleanup() {
-  if [[ -n "${pid}" ]]; then
-    kill "${pid}" 2>/dev/null || true
-    wait "${pid}" 2>/dev/null || true
-  fi
-  rm -rf "${dir}"
-}
-trap cleanup EXIT
+# shellcheck source=scripts/lib/redis_server.sh
+source "${root}/scripts/lib/redis_server.sh"
+trap redis_server_stop EXIT
 trap 'exit 130' INT TERM
-for _ in 1 2 3 4 5; do
-  port=$((20000 + RANDOM % 30000))
-  redis-server --port "${port}" --bind 127.0.0.1 --save '' --appendonly no \
-    --dir "${dir}" --logfile "${dir}/redis.log" &
-  pid=$!
-  for ((i = 0; i < 100; i++)); do
-    redis-cli -p "${port}" ping 2>/dev/null | grep -q PONG && break 2
-    kill -0 "${pid}" 2>/dev/null || break
-    sleep 0.05
-  done
-  kill "${pid}" 2>/dev/null || true
-  wait "${pid}" 2>/dev/null || true
-  pid=""
-done
-[[ -n "${pid}" ]] || { echo "could not start redis-server" >&2; exit 1; }
+redis_server_start --prefix=tokenlease-bench || exit "$?"
 echo "# load average: $(cut -d' ' -f1-3 /proc/loadavg)"
 rc=0
-TOKENLEASE_BENCH_REDIS_URL="redis://127.0.0.1:${port}" "${bin}" \
+TOKENLEASE_BENCH_REDIS_URL="redis://127.0.0.1:${redis_server_port}" "${bin}" \
   --benchmark_repetitions=5 \
   --benchmark_report_aggregates_only=true \
   --benchmark_out="${out}" \

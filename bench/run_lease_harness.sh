@@ -43,46 +43,18 @@ if [[ "${has_csv}" = 0 ]]; then
   extra+=("--csv=${TMPDIR:-/tmp}/lease_harness_${mode}_${keys}_$(date +%Y%m%d-%H%M%S).csv")
 fi
 
-dir=""
-port=""
-pid=""
-cleanup() {
-  if [[ -n "${pid}" ]]; then
-    kill "${pid}" 2>/dev/null || true
-    wait "${pid}" 2>/dev/null || true
-  fi
-  [[ -z "${dir}" ]] || rm -rf "${dir}"
-}
-trap cleanup EXIT
+# shellcheck source=scripts/lib/redis_server.sh
+source "${root}/scripts/lib/redis_server.sh"
+trap redis_server_stop EXIT
 # Until the harness runs, SIGINT/SIGTERM only set a flag, checked once the
 # server's pid is known (so an interrupt cannot leave a server behind).
-interrupted=""
-trap 'interrupted=1' INT TERM
-dir="$(mktemp -d "${TMPDIR:-/tmp}/tokenlease-harness.XXXXXX")"
-for _ in 1 2 3 4 5; do
-  port=$((20000 + RANDOM % 30000))
-  # setsid does not fork here (a background job of a shell without job
-  # control is no process group leader), so $! is redis-server's pid.
-  setsid redis-server --port "${port}" --bind 127.0.0.1 --save '' \
-    --appendonly no --dir "${dir}" --logfile "${dir}/redis.log" &
-  pid=$!
-  for ((i = 0; i < 100; i++)); do
-    [[ -z "${interrupted}" ]] || exit 130
-    redis-cli -p "${port}" ping 2>/dev/null | grep -q PONG && break 2
-    kill -0 "${pid}" 2>/dev/null || break
-    sleep 0.05
-  done
-  kill "${pid}" 2>/dev/null || true
-  wait "${pid}" 2>/dev/null || true
-  pid=""
-done
-[[ -z "${interrupted}" ]] || exit 130
-[[ -n "${pid}" ]] || { echo "could not start redis-server" >&2; exit 1; }
-echo "# redis-server $(redis-server --version | grep -o 'v=[^ ]*') on 127.0.0.1:${port} (pid ${pid}); load average: $(cut -d' ' -f1-3 /proc/loadavg)"
+trap 'redis_server_interrupted=1' INT TERM
+redis_server_start --setsid --prefix=tokenlease-harness || exit "$?"
+echo "# redis-server $(redis-server --version | grep -o 'v=[^ ]*') on 127.0.0.1:${redis_server_port} (pid ${redis_server_pid}); load average: $(cut -d' ' -f1-3 /proc/loadavg)"
 rc=0
 # The harness handles SIGINT itself (the trap above has a command, not '',
 # which the harness would inherit as "ignored"); the shell waits for it.
-"${bin}" --url="redis://127.0.0.1:${port}" "${extra[@]}" "$@" || rc=$?
+"${bin}" --url="redis://127.0.0.1:${redis_server_port}" "${extra[@]}" "$@" || rc=$?
 trap 'exit 130' INT TERM
 echo "# load average after the run: $(cut -d' ' -f1-3 /proc/loadavg)"
 exit "${rc}"

@@ -34,8 +34,6 @@ struct LeaseBook {
   int64_t expires_at_ns = 0;    // reconciler clock; 0: no lease
   int64_t lease_size = 0;       // the adaptive target size (0: not yet set)
   int64_t last_remaining = -1;  // what Redis last said is left (-1 unknown)
-  int64_t granted_total = 0;    // tokens ever received
-  int64_t returned_total = 0;   // tokens ever given back or dropped
   int64_t requested_at_ns = 0;  // when the in-flight request left
   bool request_in_flight = false;
   int error_streak = 0;  // consecutive failed lease requests

@@ -328,7 +328,6 @@ void Reconciler::ReturnLease(LeaseEntry* e, int64_t now) {
   // leftovers merged into it may belong to an earlier window, and returning
   // them there could mint tokens. They are dropped (stranded, not minted).
   const int64_t give = std::min(left, b.lease_granted);
-  b.returned_total += left;
   if (give > 0 && !b.lease_id.empty()) {
     ReleaseArgs args;
     args.amount = give;
@@ -460,7 +459,6 @@ void Reconciler::ApplyLease(LeaseEntry* e, const absl::StatusOr<RedisReply>& r,
     b.expires_at_ns = std::min(now, b.requested_at_ns) + life;
     expiry_.push(Expiry{b.expires_at_ns, e, b.lease_seq});
     ++b.heap_refs;
-    b.granted_total += res->granted;
     b.last_active_ns = now;
     counters_.tokens_granted.fetch_add(res->granted, std::memory_order_relaxed);
     // relaxed: a threshold; a stale value only shifts one refill.

@@ -69,7 +69,6 @@ class Reconciler {
   int64_t round_trip_ns() const {
     return rtt_ns_.load(std::memory_order_relaxed);  // relaxed: an estimate
   }
-  const LeaseSizing& sizing() const { return sizing_; }
   // The reconciler clock as of its last step: decisions use it for retry
   // hints without reading a clock themselves.
   int64_t coarse_now_ns() const {

@@ -1,7 +1,5 @@
 // The scripts on their own: TIME, partial grants, charges, release, TTLs,
 // errors.
-#include <hiredis/hiredis.h>
-
 #include <algorithm>
 #include <cstdint>
 #include <string>
@@ -30,25 +28,16 @@ class LuaScriptTest : public ::testing::Test {
   static void SetUpTestSuite() {
     server_ = new testing::RedisServer();
     ASSERT_TRUE(server_->Start().ok());
-    ctx_ = redisConnect("127.0.0.1", server_->port());
-    ASSERT_TRUE(ctx_ != nullptr && ctx_->err == 0);
+    auto client = testing::SyncClient::Connect(server_->port());
+    ASSERT_TRUE(client.ok()) << client.status();
+    client_ = client->release();
   }
   static void TearDownTestSuite() {
-    redisFree(ctx_);
+    delete client_;
     delete server_;
   }
-  static RedisReply Run(std::vector<std::string> cmd) {
-    std::vector<const char*> argv;
-    std::vector<size_t> lens;
-    for (const auto& s : cmd) {
-      argv.push_back(s.data());
-      lens.push_back(s.size());
-    }
-    auto* r = static_cast<redisReply*>(redisCommandArgv(
-        ctx_, static_cast<int>(argv.size()), argv.data(), lens.data()));
-    RedisReply out = internal::CopyReply(r);
-    if (r != nullptr) freeReplyObject(r);
-    return out;
+  static RedisReply Run(const std::vector<std::string>& cmd) {
+    return client_->Run(cmd);
   }
   static RedisReply Eval(std::string_view script,
                          const std::vector<std::string>& args) {
@@ -82,10 +71,10 @@ class LuaScriptTest : public ::testing::Test {
   }
 
   static testing::RedisServer* server_;
-  static redisContext* ctx_;
+  static testing::SyncClient* client_;
 };
 testing::RedisServer* LuaScriptTest::server_ = nullptr;
-redisContext* LuaScriptTest::ctx_ = nullptr;
+testing::SyncClient* LuaScriptTest::client_ = nullptr;
 
 TEST_F(LuaScriptTest, EvalShaMatchesEmbeddedDigest) {
   RedisReply r =

@@ -1,7 +1,5 @@
 // The acquire script against the local engine: the same calls through both
 // must give the same decisions (the local engine's ns rounded up to us).
-#include <hiredis/hiredis.h>
-
 #include <memory>
 #include <random>
 #include <string>
@@ -33,11 +31,12 @@ class LuaVectorsTest : public ::testing::Test {
   static void SetUpTestSuite() {
     server_ = new testing::RedisServer();
     ASSERT_TRUE(server_->Start().ok());
-    ctx_ = redisConnect("127.0.0.1", server_->port());
-    ASSERT_TRUE(ctx_ != nullptr && ctx_->err == 0);
+    auto client = testing::SyncClient::Connect(server_->port());
+    ASSERT_TRUE(client.ok()) << client.status();
+    client_ = client->release();
   }
   static void TearDownTestSuite() {
-    redisFree(ctx_);
+    delete client_;
     delete server_;
   }
 
@@ -45,17 +44,7 @@ class LuaVectorsTest : public ::testing::Test {
     std::vector<std::string> cmd = {"EVAL",
                                     std::string(internal::lua::kAcquireScript)};
     cmd.insert(cmd.end(), args.begin(), args.end());
-    std::vector<const char*> argv;
-    std::vector<size_t> lens;
-    for (const auto& s : cmd) {
-      argv.push_back(s.data());
-      lens.push_back(s.size());
-    }
-    auto* r = static_cast<redisReply*>(redisCommandArgv(
-        ctx_, static_cast<int>(argv.size()), argv.data(), lens.data()));
-    internal::RedisReply out = internal::CopyReply(r);
-    if (r != nullptr) freeReplyObject(r);
-    return out;
+    return client_->Run(cmd);
   }
 
   static AcquireResult Acquire(const LimitSpec& spec, const std::string& name,
@@ -72,10 +61,10 @@ class LuaVectorsTest : public ::testing::Test {
   }
 
   static testing::RedisServer* server_;
-  static redisContext* ctx_;
+  static testing::SyncClient* client_;
 };
 testing::RedisServer* LuaVectorsTest::server_ = nullptr;
-redisContext* LuaVectorsTest::ctx_ = nullptr;
+testing::SyncClient* LuaVectorsTest::client_ = nullptr;
 
 // One call and, optionally, what it must give (us; -1 = never).
 struct Call {

@@ -66,6 +66,19 @@ std::string Render(const redisReply* r) {
   }
 }
 
+// redisCommandArgv with lengths, so arguments may hold any bytes. The
+// caller frees the reply (nullptr on a connection error).
+redisReply* CommandArgv(redisContext* c, const std::vector<std::string>& cmd) {
+  std::vector<const char*> argv;
+  std::vector<size_t> lens;
+  for (const auto& a : cmd) {
+    argv.push_back(a.data());
+    lens.push_back(a.size());
+  }
+  return static_cast<redisReply*>(redisCommandArgv(
+      c, static_cast<int>(argv.size()), argv.data(), lens.data()));
+}
+
 }  // namespace
 
 RedisServer::RedisServer(RedisServerOptions options)
@@ -247,14 +260,7 @@ absl::StatusOr<std::string> RedisServer::Command(
   redisSetTimeout(c, tv);
   auto run =
       [&](const std::vector<std::string>& cmd) -> absl::StatusOr<std::string> {
-    std::vector<const char*> argv;
-    std::vector<size_t> lens;
-    for (const auto& a : cmd) {
-      argv.push_back(a.data());
-      lens.push_back(a.size());
-    }
-    auto* r = static_cast<redisReply*>(redisCommandArgv(
-        c, static_cast<int>(argv.size()), argv.data(), lens.data()));
+    redisReply* r = CommandArgv(c, cmd);
     if (r == nullptr) {
       return absl::UnavailableError(absl::StrCat("command: ", c->errstr));
     }
@@ -273,6 +279,26 @@ absl::StatusOr<std::string> RedisServer::Command(
   result = run(args);
   redisFree(c);
   return result;
+}
+
+absl::StatusOr<std::unique_ptr<SyncClient>> SyncClient::Connect(int port) {
+  redisContext* c = redisConnect("127.0.0.1", port);
+  if (c == nullptr || c->err) {
+    std::string msg = c ? c->errstr : "out of memory";
+    if (c) redisFree(c);
+    return absl::UnavailableError(
+        absl::StrCat("connect to 127.0.0.1:", port, ": ", msg));
+  }
+  return std::unique_ptr<SyncClient>(new SyncClient(c));
+}
+
+SyncClient::~SyncClient() { redisFree(ctx_); }
+
+internal::RedisReply SyncClient::Run(const std::vector<std::string>& args) {
+  redisReply* r = CommandArgv(ctx_, args);
+  internal::RedisReply out = internal::CopyReply(r);
+  if (r != nullptr) freeReplyObject(r);
+  return out;
 }
 
 }  // namespace tokenlease::testing

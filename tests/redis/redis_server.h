@@ -7,11 +7,15 @@
 
 #include <sys/types.h>
 
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "redis/reply.h"
+
+struct redisContext;
 
 namespace tokenlease::testing {
 
@@ -65,6 +69,25 @@ class RedisServer {
   int port_ = 0;
   pid_t pid_ = -1;
   bool paused_ = false;
+};
+
+// One synchronous hiredis connection kept open across commands, for tests
+// that drive a server directly (scripts, keys); closed by the destructor.
+class SyncClient {
+ public:
+  // Connects to 127.0.0.1:port, without a timeout.
+  static absl::StatusOr<std::unique_ptr<SyncClient>> Connect(int port);
+  ~SyncClient();
+  SyncClient(const SyncClient&) = delete;
+  SyncClient& operator=(const SyncClient&) = delete;
+
+  // Runs one command (binary-safe arguments); a nil reply if the connection
+  // failed.
+  internal::RedisReply Run(const std::vector<std::string>& args);
+
+ private:
+  explicit SyncClient(redisContext* ctx) : ctx_(ctx) {}
+  redisContext* ctx_;
 };
 
 }  // namespace tokenlease::testing
