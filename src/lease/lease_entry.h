@@ -26,11 +26,17 @@ inline constexpr uint32_t kLocalSeeded = 16;  // local share handed out since
 
 // Reconciler-only state of a key.
 struct LeaseBook {
-  uint64_t id = 0;              // unique within the limiter (lease ids)
-  uint64_t lease_seq = 0;       // numbers this key's leases
-  std::string lease_id;         // id of the current lease ("" if none)
-  int64_t granted_at_us = 0;    // Redis time of the current lease's grant
-  int64_t lease_granted = 0;    // tokens of the current lease
+  uint64_t id = 0;            // unique within the limiter (lease ids)
+  uint64_t lease_seq = 0;     // numbers this key's leases
+  std::string lease_id;       // id of the current lease ("" if none)
+  int64_t granted_at_us = 0;  // Redis time of the current lease's grant
+  int64_t lease_granted = 0;  // tokens of the current lease
+  // The lease the current one was merged into (its leftover was still in
+  // the balance when the grant landed): up to prev_returnable of the
+  // balance can go back under its id. Older leftovers are dropped.
+  std::string prev_lease_id;
+  int64_t prev_granted_at_us = 0;
+  int64_t prev_returnable = 0;
   int64_t expires_at_ns = 0;    // reconciler clock; 0: no lease
   int64_t lease_size = 0;       // the adaptive target size (0: not yet set)
   int64_t last_remaining = -1;  // what Redis last said is left (-1 unknown)

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <string>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "redis/script_call.h"
@@ -299,6 +301,23 @@ void Reconciler::SendCharge(LeaseEntry* e) {
          /*acquire=*/true);
 }
 
+void Reconciler::SendRelease(LeaseEntry* e, const std::string& lease_id,
+                             int64_t granted_at_us, int64_t amount) {
+  ReleaseArgs args;
+  args.amount = amount;
+  args.lease_id = lease_id;
+  args.granted_at_us = granted_at_us;
+  ++e->book.releases_pending;
+  std::vector<std::string> argv =
+      ReleaseArguments(spec_, key_prefix_, e->name, args);
+  if (HasRoom()) {
+    Submit(ReplyItem::Kind::kRelease, e, amount, std::move(argv),
+           /*acquire=*/false);
+  } else {
+    release_backlog_.push_back(PendingRelease{e, amount, std::move(argv)});
+  }
+}
+
 void Reconciler::ReturnLease(LeaseEntry* e, int64_t now) {
   LeaseBook& b = e->book;
   // Takes the balance only when it is not negative: a negative balance is a
@@ -324,25 +343,20 @@ void Reconciler::ReturnLease(LeaseEntry* e, int64_t now) {
       b.lease_granted > 0 ? static_cast<double>(left) / b.lease_granted : 0;
   b.lease_size = AdaptTarget(sizing_, std::max<int64_t>(b.lease_size, 1),
                              /*ran_dry=*/false, unused);
-  // Only the current lease's tokens can be returned under its id: older
-  // leftovers merged into it may belong to an earlier window, and returning
-  // them there could mint tokens. They are dropped (stranded, not minted).
+  // Each grant's tokens go back under its own lease id and grant time (the
+  // script credits them only into the window they were granted in): first
+  // the current lease's, then the leftover of the lease merged into it.
+  // Leftovers merged from older leases are dropped (stranded, not minted).
   const int64_t give = std::min(left, b.lease_granted);
   if (give > 0 && !b.lease_id.empty()) {
-    ReleaseArgs args;
-    args.amount = give;
-    args.lease_id = b.lease_id;
-    args.granted_at_us = b.granted_at_us;
-    ++b.releases_pending;
-    std::vector<std::string> argv =
-        ReleaseArguments(spec_, key_prefix_, e->name, args);
-    if (HasRoom()) {
-      Submit(ReplyItem::Kind::kRelease, e, give, std::move(argv),
-             /*acquire=*/false);
-    } else {
-      release_backlog_.push_back(PendingRelease{e, give, std::move(argv)});
-    }
+    SendRelease(e, b.lease_id, b.granted_at_us, give);
   }
+  const int64_t give_prev = std::min(left - give, b.prev_returnable);
+  if (give_prev > 0 && !b.prev_lease_id.empty()) {
+    SendRelease(e, b.prev_lease_id, b.prev_granted_at_us, give_prev);
+  }
+  b.prev_lease_id.clear();
+  b.prev_returnable = 0;
   b.expires_at_ns = 0;
   b.lease_id.clear();
   b.lease_granted = 0;
@@ -447,9 +461,11 @@ void Reconciler::ApplyLease(LeaseEntry* e, const absl::StatusOr<RedisReply>& r,
     b.lease_size =
         AdaptTarget(sizing_, std::max<int64_t>(b.lease_size, 1), ran_dry, 0);
     ++b.lease_seq;
-    b.lease_id = absl::StrCat(instance_id_, ":", b.id, ":", b.lease_seq);
-    b.granted_at_us = res->now_us;
-    b.lease_granted = res->granted;
+    std::string merged_id = std::exchange(
+        b.lease_id, absl::StrCat(instance_id_, ":", b.id, ":", b.lease_seq));
+    const int64_t merged_granted_at_us =
+        std::exchange(b.granted_at_us, res->now_us);
+    const int64_t merged_granted = std::exchange(b.lease_granted, res->granted);
     int64_t life = absl::ToInt64Nanoseconds(options_.lease_ttl);
     if (fixed_window_first_ && res->reset_after_us > 0) {
       // Tokens of one fixed window must not be spent in the next.
@@ -467,7 +483,17 @@ void Reconciler::ApplyLease(LeaseEntry* e, const absl::StatusOr<RedisReply>& r,
             1, static_cast<int64_t>(b.lease_size * options_.low_water)),
         std::memory_order_relaxed);
     // relaxed: a count of tokens; it publishes nothing else.
-    e->balance.fetch_add(res->granted, std::memory_order_relaxed);
+    const int64_t leftover =
+        e->balance.fetch_add(res->granted, std::memory_order_relaxed);
+    // The leftover of an active lease is merged into this one; what of it
+    // is left at the return can still go back under the old id. (A failed
+    // subtraction in flight makes `leftover` smaller: fewer tokens returned,
+    // never more than were granted.)
+    b.prev_returnable = merged_id.empty()
+                            ? 0
+                            : std::clamp<int64_t>(leftover, 0, merged_granted);
+    b.prev_lease_id = b.prev_returnable > 0 ? std::move(merged_id) : "";
+    b.prev_granted_at_us = merged_granted_at_us;
     e->flags.fetch_or(kHasLease, std::memory_order_acq_rel);
     if (b.requested_at_ns <= returned_all_at_ns_) {
       ReturnLease(e, now);  // asked for before ReturnAll: give it back

@@ -110,6 +110,9 @@ class Reconciler {
   static constexpr int64_t kMaxCallsInFlight = 256;
   void SendCharge(LeaseEntry* e);
   void ReturnLease(LeaseEntry* e, int64_t now);
+  // Sends (or queues) one release of `amount` tokens of a grant.
+  void SendRelease(LeaseEntry* e, const std::string& lease_id,
+                   int64_t granted_at_us, int64_t amount);
   void CacheDenial(LeaseEntry* e, int64_t until_ns);
   void EvictIdle(int64_t now);
   void Submit(ReplyItem::Kind kind, LeaseEntry* e, int64_t amount,
