@@ -114,9 +114,10 @@ absl::Status Reconciler::ReturnAll(absl::Duration timeout) {
   if (!done) {
     return absl::DeadlineExceededError(
         absl::StrCat("returning leases: ", outstanding_.load(),
-                     " Redis calls still "
-                     "unanswered after ",
-                     absl::FormatDuration(timeout)));
+                     " Redis calls still unanswered",
+                     return_all_ ? ", and not every lease taken back yet" : "",
+                     " after ", absl::FormatDuration(timeout),
+                     "; is Redis reachable? retry with a longer timeout"));
   }
   return absl::OkStatus();
 }
@@ -189,9 +190,12 @@ void Reconciler::Step() {
     std::lock_guard<std::mutex> lock(mu_);
     return_all = return_all_;
   }
+  // A key caught with a negative balance is retried on the next step, and
+  // the ReturnAll waiter keeps waiting for it (within its deadline).
+  bool all_returned = true;
   if (return_all) {
     registry_->ForEach([&](LeaseEntry* e) {
-      ReturnLease(e, now);
+      if (!ReturnLease(e, now)) all_returned = false;
       if (e->unsynced.load(std::memory_order_relaxed) > 0) SendCharge(e);
     });
   }
@@ -216,7 +220,7 @@ void Reconciler::Step() {
       static_cast<int64_t>(release_backlog_.size() + charge_backlog_.size() +
                            deferred_.size()),
       std::memory_order_release);
-  if (return_all) {
+  if (return_all && all_returned) {
     std::lock_guard<std::mutex> lock(mu_);
     return_all_ = false;
     returned_all_at_ns_ = now;  // grants in flight are returned on arrival
@@ -318,7 +322,7 @@ void Reconciler::SendRelease(LeaseEntry* e, const std::string& lease_id,
   }
 }
 
-void Reconciler::ReturnLease(LeaseEntry* e, int64_t now) {
+bool Reconciler::ReturnLease(LeaseEntry* e, int64_t now) {
   LeaseBook& b = e->book;
   // Takes the balance only when it is not negative: a negative balance is a
   // decision's failed subtraction that is about to be added back, and
@@ -335,10 +339,10 @@ void Reconciler::ReturnLease(LeaseEntry* e, int64_t now) {
       expiry_.push(Expiry{b.expires_at_ns, e, b.lease_seq});
       ++b.heap_refs;
     }
-    return;
+    return false;
   }
   if (e->unsynced.load(std::memory_order_relaxed) > 0) SendCharge(e);
-  if (b.expires_at_ns == 0 && left == 0) return;
+  if (b.expires_at_ns == 0 && left == 0) return true;
   const double unused =
       b.lease_granted > 0 ? static_cast<double>(left) / b.lease_granted : 0;
   b.lease_size = AdaptTarget(sizing_, std::max<int64_t>(b.lease_size, 1),
@@ -369,6 +373,7 @@ void Reconciler::ReturnLease(LeaseEntry* e, int64_t now) {
                           share, 0, std::memory_order_acq_rel)) {
   }
   e->flags.fetch_and(~(kHasLease | kLocalSeeded), std::memory_order_acq_rel);
+  return true;
 }
 
 void Reconciler::CacheDenial(LeaseEntry* e, int64_t until_ns) {

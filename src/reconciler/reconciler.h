@@ -109,7 +109,9 @@ class Reconciler {
   // instead of timing out (and resetting) every connection.
   static constexpr int64_t kMaxCallsInFlight = 256;
   void SendCharge(LeaseEntry* e);
-  void ReturnLease(LeaseEntry* e, int64_t now);
+  // Takes the key's balance and returns it. False if the balance was
+  // negative (a decision's add-back is on its way): retried later.
+  bool ReturnLease(LeaseEntry* e, int64_t now);
   // Sends (or queues) one release of `amount` tokens of a grant.
   void SendRelease(LeaseEntry* e, const std::string& lease_id,
                    int64_t granted_at_us, int64_t amount);
