@@ -172,9 +172,9 @@ class LeasedLimiter {
   // succeed: the time Redis gave when it refused a lease, else an estimate
   // of the next lease's arrival.
   Decision TryAcquire(absl::string_view key, int64_t cost = 1);
-  // Inline: a decision served from the lease is one relaxed fetch_sub, two
-  // relaxed loads from the handle, one from the key and four compares in
-  // the caller's code.
+  // Inline: a decision served from the lease is three loads from the
+  // handle (one a relaxed atomic), one relaxed fetch_sub and one relaxed
+  // load on the key, and four compares, in the caller's code.
   Decision TryAcquire(const LeaseHandle& handle, int64_t cost = 1) {
     internal::LeaseHot* e = handle.entry_;
     // No load of the balance precedes the subtraction: on x86 a locked

@@ -105,19 +105,27 @@ absl::Status Reconciler::ReturnAll(absl::Duration timeout) {
       std::chrono::steady_clock::now() + absl::ToChronoNanoseconds(timeout);
   std::unique_lock<std::mutex> lock(mu_);
   return_all_ = true;
+  ++return_all_waiters_;
   wake_ = true;
   cv_.notify_one();
   const bool done = done_cv_.wait_until(lock, deadline, [this] {
     // acquire: pairs with the decrement after a reply was applied.
     return !return_all_ && outstanding_.load(std::memory_order_acquire) == 0;
   });
+  --return_all_waiters_;
   if (!done) {
-    return absl::DeadlineExceededError(
-        absl::StrCat("returning leases: ", outstanding_.load(),
-                     " Redis calls still unanswered",
-                     return_all_ ? ", and not every lease taken back yet" : "",
-                     " after ", absl::FormatDuration(timeout),
-                     "; is Redis reachable? retry with a longer timeout"));
+    const bool not_taken = return_all_;
+    // While return_all_ is set every lease request is refused: the last
+    // waiter to give up stops that (a lease still caught mid-decision is
+    // retried through its expiry anyway).
+    if (return_all_waiters_ == 0) return_all_ = false;
+    const int64_t unanswered = outstanding_.load(std::memory_order_acquire);
+    return absl::DeadlineExceededError(absl::StrCat(
+        "returning leases: after ", absl::FormatDuration(timeout), ", ",
+        unanswered, " Redis calls still unanswered",
+        unanswered > 0 ? " (is Redis reachable?)" : "",
+        not_taken ? "; a key's balance was still mid-decision" : "",
+        "; retry with a longer timeout"));
   }
   return absl::OkStatus();
 }
@@ -339,7 +347,9 @@ bool Reconciler::ReturnLease(LeaseEntry* e, int64_t now) {
       expiry_.push(Expiry{b.expires_at_ns, e, b.lease_seq});
       ++b.heap_refs;
     }
-    return false;
+    // Without a lease there is nothing to take back: a dry key being
+    // hammered must not hold up a ReturnAll.
+    return b.expires_at_ns == 0;
   }
   if (e->unsynced.load(std::memory_order_relaxed) > 0) SendCharge(e);
   if (b.expires_at_ns == 0 && left == 0) return true;

@@ -139,6 +139,7 @@ class Reconciler {
   bool wake_ = false;
   bool stop_ = false;
   bool return_all_ = false;
+  int return_all_waiters_ = 0;  // ReturnAll calls waiting (under mu_)
   std::atomic<bool> wake_pending_{false};
 
   // Reconciler thread only.
