@@ -413,6 +413,17 @@ struct LiveLatency {
   std::vector<std::pair<int64_t, int64_t>> samples;  // (window, ns)
 };
 
+// The value of `v`, or exits after printing what failed.
+template <typename T>
+T OrDie(absl::StatusOr<T> v, const char* what) {
+  if (!v.ok()) {
+    std::fprintf(stderr, "lease_harness: %s: %s\n", what,
+                 v.status().ToString().c_str());
+    std::exit(1);
+  }
+  return *std::move(v);
+}
+
 // The decision maker of one instance, whatever the mode.
 class Target {
  public:
@@ -429,18 +440,12 @@ class LocalTarget : public Target {
  public:
   LocalTarget(const Flags& f, const KeySet& keys) : keys_(keys) {
     const int64_t per = f.limit / f.instances;
-    auto l = tokenlease::Limiter::Create(
-        tokenlease::LimitSpec::TokenBucket(per, absl::Seconds(1), per));
-    if (!l.ok()) {
-      std::fprintf(stderr, "Limiter::Create: %s\n",
-                   l.status().ToString().c_str());
-      std::exit(1);
-    }
-    limiter_ = *std::move(l);
+    limiter_ =
+        OrDie(tokenlease::Limiter::Create(tokenlease::LimitSpec::TokenBucket(
+                  per, absl::Seconds(1), per)),
+              "Limiter::Create");
     if (f.use_handle) {
-      auto h = limiter_->Resolve(keys.names[0]);
-      if (!h.ok()) std::exit(1);
-      handle_ = *std::move(h);
+      handle_ = OrDie(limiter_->Resolve(keys.names[0]), "Resolve");
     }
   }
   int Decide(size_t i) override {
@@ -469,29 +474,19 @@ class LeasedTarget : public Target {
   LeasedTarget(const Flags& f, const KeySet& keys) : keys_(keys) {
     tokenlease::RedisOptions redis;
     redis.url = f.url;
-    auto conn = tokenlease::RedisConnection::Create(redis);
-    if (!conn.ok()) {
-      std::fprintf(stderr, "RedisConnection::Create: %s\n",
-                   conn.status().ToString().c_str());
-      std::exit(1);
-    }
-    connection_ = *conn;
+    connection_ = OrDie(tokenlease::RedisConnection::Create(redis),
+                        "RedisConnection::Create");
     tokenlease::LeasedLimiterOptions options;
     options.connection = connection_;
     options.key_prefix = f.prefix;
     options.lease = MakeLeaseOptions(f);
-    auto l = tokenlease::LeasedLimiter::Create(
-        tokenlease::LimitSpec::TokenBucket(f.limit, absl::Seconds(1)), options);
-    if (!l.ok()) {
-      std::fprintf(stderr, "LeasedLimiter::Create: %s\n",
-                   l.status().ToString().c_str());
-      std::exit(1);
-    }
-    limiter_ = *std::move(l);
+    limiter_ =
+        OrDie(tokenlease::LeasedLimiter::Create(
+                  tokenlease::LimitSpec::TokenBucket(f.limit, absl::Seconds(1)),
+                  options),
+              "LeasedLimiter::Create");
     if (f.use_handle) {
-      auto h = limiter_->Resolve(keys.names[0]);
-      if (!h.ok()) std::exit(1);
-      handle_ = *std::move(h);
+      handle_ = OrDie(limiter_->Resolve(keys.names[0]), "Resolve");
     }
   }
   int Decide(size_t i) override {
@@ -539,14 +534,11 @@ class DirectTarget : public Target {
     options.redis.url = f.url;
     options.redis.command_timeout = absl::Seconds(2);
     options.key_prefix = f.prefix;
-    auto l = tokenlease::DirectLimiter::Create(
-        tokenlease::LimitSpec::TokenBucket(f.limit, absl::Seconds(1)), options);
-    if (!l.ok()) {
-      std::fprintf(stderr, "DirectLimiter::Create: %s\n",
-                   l.status().ToString().c_str());
-      std::exit(1);
-    }
-    limiter_ = *std::move(l);
+    limiter_ =
+        OrDie(tokenlease::DirectLimiter::Create(
+                  tokenlease::LimitSpec::TokenBucket(f.limit, absl::Seconds(1)),
+                  options),
+              "DirectLimiter::Create");
   }
   int Decide(size_t i) override {
     auto d = limiter_->TryAcquire(keys_.names[i], 1);

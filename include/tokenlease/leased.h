@@ -106,6 +106,15 @@ namespace internal {
 // The part of a leased key the inline decision path touches (the rest is in
 // src/lease/lease_entry.h). Not an API: it is here so that
 // LeasedLimiter::TryAcquire(handle) can be inlined into the caller.
+// The decision for a request paid from the lease, `remaining` tokens left.
+inline Decision LeaseAdmitted(int64_t remaining) {
+  Decision d;
+  d.allowed = true;
+  d.source = DecisionSource::kLease;
+  d.remaining = remaining;
+  return d;
+}
+
 struct LeaseHot {
   // Tokens this instance may still spend; see docs/design.md.
   std::atomic<int64_t> balance{0};
@@ -199,11 +208,7 @@ class LeasedLimiter {
       // overflow (old >= -2^40 x threads, cost <= 2^40).
       if (old - cost >= e->low_water.load(std::memory_order_relaxed))
           [[likely]] {
-        Decision d;
-        d.allowed = true;
-        d.source = DecisionSource::kLease;
-        d.remaining = old - cost;
-        return d;
+        return internal::LeaseAdmitted(old - cost);
       }
       return AfterSubtract(handle, cost, old);
     }

@@ -109,11 +109,7 @@ class LeasedLimiter::Impl {
         if (old - cost < e->low_water.load(std::memory_order_relaxed)) {
           reconciler_.RequestRefill(e);
         }
-        Decision d;
-        d.allowed = true;
-        d.source = DecisionSource::kLease;
-        d.remaining = old - cost;
-        return d;
+        return internal::LeaseAdmitted(old - cost);
       }
       e->balance.fetch_add(cost, std::memory_order_relaxed);
     }
@@ -395,16 +391,12 @@ absl::StatusOr<std::unique_ptr<LeasedLimiter>> LeasedLimiter::Create(
         absl::StrCat("LeasedLimiterOptions.max_keys is ", options.max_keys,
                      "; it must be between 1 and 1073741824"));
   }
-  std::shared_ptr<RedisConnection> connection = options.connection;
-  if (connection == nullptr) {
-    absl::StatusOr<std::shared_ptr<RedisConnection>> created =
-        RedisConnection::Create(options.redis);
-    if (!created.ok()) return created.status();
-    connection = *std::move(created);
-  }
+  absl::StatusOr<std::shared_ptr<RedisConnection>> connection =
+      internal::GivenOrNewConnection(options.connection, options.redis);
+  if (!connection.ok()) return connection.status();
   return std::unique_ptr<LeasedLimiter>(
       new LeasedLimiter(std::make_unique<Impl>(
-          std::move(spec), std::move(options), std::move(connection))));
+          std::move(spec), std::move(options), *std::move(connection))));
 }
 
 LeasedLimiter::LeasedLimiter(std::unique_ptr<Impl> impl)
@@ -421,11 +413,7 @@ Decision LeasedLimiter::AfterSubtract(const LeaseHandle& handle, int64_t cost,
   if (old >= cost) {
     // Admitted, and below the low-water mark: ask for the refill now.
     impl_->RequestRefill(e);
-    Decision d;
-    d.allowed = true;
-    d.source = DecisionSource::kLease;
-    d.remaining = old - cost;
-    return d;
+    return internal::LeaseAdmitted(old - cost);
   }
   // relaxed: undoes this call's own subtraction (a count).
   e->balance.fetch_add(cost, std::memory_order_relaxed);

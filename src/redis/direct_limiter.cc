@@ -54,15 +54,11 @@ absl::StatusOr<std::unique_ptr<DirectLimiter>> DirectLimiter::Create(
   if (absl::Status s = ValidateSpec(spec); !s.ok()) return s;
   if (absl::Status s = internal::ValidateScriptSpec(spec); !s.ok()) return s;
   if (absl::Status s = ValidateOptions(options); !s.ok()) return s;
-  std::shared_ptr<RedisConnection> connection = options.connection;
-  if (connection == nullptr) {
-    absl::StatusOr<std::shared_ptr<RedisConnection>> created =
-        RedisConnection::Create(options.redis);
-    if (!created.ok()) return created.status();
-    connection = *std::move(created);
-  }
+  absl::StatusOr<std::shared_ptr<RedisConnection>> connection =
+      internal::GivenOrNewConnection(options.connection, options.redis);
+  if (!connection.ok()) return connection.status();
   return std::unique_ptr<DirectLimiter>(new DirectLimiter(
-      std::move(spec), std::move(options), std::move(connection)));
+      std::move(spec), std::move(options), *std::move(connection)));
 }
 
 DirectLimiter::DirectLimiter(LimitSpec spec, DirectLimiterOptions options,

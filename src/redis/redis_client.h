@@ -121,6 +121,11 @@ class RedisClient {
   std::thread thread_;
 };
 
+// `given` if the caller shares a connection, else a new one for `options`
+// (the Create functions of the direct and leased limiters).
+absl::StatusOr<std::shared_ptr<RedisConnection>> GivenOrNewConnection(
+    std::shared_ptr<RedisConnection> given, const RedisOptions& options);
+
 }  // namespace tokenlease::internal
 
 #endif  // TOKENLEASE_SRC_REDIS_REDIS_CLIENT_H_

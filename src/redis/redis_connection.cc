@@ -76,4 +76,13 @@ RedisStats RedisConnection::stats() const { return client_->stats(); }
 
 bool RedisConnection::connected() const { return client_->connected(); }
 
+namespace internal {
+
+absl::StatusOr<std::shared_ptr<RedisConnection>> GivenOrNewConnection(
+    std::shared_ptr<RedisConnection> given, const RedisOptions& options) {
+  if (given != nullptr) return given;
+  return RedisConnection::Create(options);
+}
+
+}  // namespace internal
 }  // namespace tokenlease
