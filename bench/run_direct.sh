@@ -4,18 +4,11 @@
 #
 # Usage: bench/run_direct.sh [direct_bench flags, e.g. --callers=1,64]
 #   BUILD_DIR (default build/release) selects the build tree.
-set -euo pipefail
-root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-build_dir="${BUILD_DIR:-build/release}"
-[[ "${build_dir}" = /* ]] || build_dir="${root}/${build_dir}"
-bin="${build_dir}/bench/direct_bench"
-[[ -x "${bin}" ]] || { echo "error: ${bin} not found; build direct_bench" >&2; exit 1; }
-
-# shellcheck source=scripts/lib/redis_server.sh
-source "${root}/scripts/lib/redis_server.sh"
-trap redis_server_stop EXIT
-redis_server_start --prefix=tokenlease-bench || exit "$?"
-"${bin}" --url="redis://127.0.0.1:${redis_server_port}" "$@"
+# shellcheck source=scripts/lib/bench_common.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../scripts/lib/bench_common.sh"
+bench_require_binary bench/direct_bench
+bench_start_redis
+"${bench_bin}" --url="${bench_redis_url}" "$@"
 # Server-side cost per script call (usec_per_call), to tell script time from
 # round trips.
 echo "# redis INFO commandstats:"

@@ -6,9 +6,12 @@
 #         -P cmake/consumer_test.cmake
 #
 # 1. installs the already-built tree into <build>/consumer_package/prefix;
-# 2. configures, builds and runs tests/consumer/ (find_package(tokenlease));
+# 2. configures, builds and runs tests/consumer/ (find_package(tokenlease)).
+#    The local-only consumer (tokenlease::local) must have no hiredis or
+#    libevent on its compile and link commands;
 # 3. compiles tests/consumer/pkgconfig_main.cc with
-#    `pkg-config --cflags --libs tokenlease` and runs it.
+#    `pkg-config --cflags --libs tokenlease-local` (which must name no
+#    hiredis or libevent) and with `... tokenlease`, and runs both.
 # Any failing step fails the test.
 cmake_minimum_required(VERSION 3.25)
 
@@ -78,30 +81,79 @@ endif()
 step("build tests/consumer" "${CMAKE_COMMAND}" --build "${consumer_build}")
 step("run consumer" "${consumer_build}/consumer")
 
-# 3. pkg-config consumer.
+# Fails if `text` (the commands or flags of a local-only consumer) names
+# hiredis or libevent: tokenlease::local must need neither.
+function(expect_local_only what text)
+  string(TOLOWER "${text}" lower)
+  if(lower MATCHES "hiredis|libevent|-levent")
+    message(FATAL_ERROR "consumer_package: ${what} of a local-only consumer "
+                        "mentions hiredis or libevent:\n${text}")
+  endif()
+endfunction()
+
+# 2b. The local-only consumer (`consumer`, tokenlease::local): no hiredis or
+# libevent header or library on its compile and link lines.
+if(TOKENLEASE_GENERATOR MATCHES "Ninja")
+  set(ninja "${TOKENLEASE_MAKE_PROGRAM}")
+  if(NOT ninja)
+    set(ninja ninja)
+  endif()
+  execute_process(
+    COMMAND "${ninja}" -C "${consumer_build}" -t commands consumer
+    RESULT_VARIABLE rc
+    OUTPUT_VARIABLE consumer_commands)
+  if(NOT rc EQUAL 0 OR consumer_commands STREQUAL "")
+    message(FATAL_ERROR "consumer_package: cannot list the commands of "
+                        "`consumer` (${rc})")
+  endif()
+else()
+  file(GLOB_RECURSE command_files
+       "${consumer_build}/CMakeFiles/consumer.dir/flags.make"
+       "${consumer_build}/CMakeFiles/consumer.dir/link.txt")
+  if(NOT command_files)
+    message(FATAL_ERROR "consumer_package: no flags.make/link.txt for "
+                        "`consumer` with generator ${TOKENLEASE_GENERATOR}")
+  endif()
+  set(consumer_commands "")
+  foreach(f IN LISTS command_files)
+    file(READ "${f}" text)
+    string(APPEND consumer_commands "${text}")
+  endforeach()
+endif()
+expect_local_only("the compile and link commands" "${consumer_commands}")
+message(STATUS "consumer_package: tokenlease::local consumer: no hiredis or "
+               "libevent on its command lines")
+
+# 3. pkg-config consumers: the same program against each .pc file.
 set(ENV{PKG_CONFIG_PATH} "${libdir}/pkgconfig")
-execute_process(
-  COMMAND "${TOKENLEASE_PKG_CONFIG}" --cflags --libs tokenlease
-  RESULT_VARIABLE rc
-  OUTPUT_VARIABLE pc_flags
-  ERROR_VARIABLE pc_error
-  OUTPUT_STRIP_TRAILING_WHITESPACE)
-if(NOT rc EQUAL 0)
-  message(FATAL_ERROR "consumer_package: pkg-config --cflags --libs "
-                      "tokenlease failed (${rc}): ${pc_error}")
-endif()
-message(STATUS "consumer_package: pkg-config flags: ${pc_flags}")
-if(NOT pc_flags MATCHES "-I${prefix}/")
-  message(FATAL_ERROR "consumer_package: tokenlease.pc does not point into "
-                      "${prefix}: ${pc_flags}")
-endif()
-separate_arguments(pc_flags UNIX_COMMAND "${pc_flags}")
-step("compile pkgconfig_main.cc with pkg-config flags"
-  "${TOKENLEASE_CXX_COMPILER}" -std=c++20
-  "${consumer_src}/pkgconfig_main.cc" ${pc_flags}
-  -o "${work}/pkgconfig_consumer")
-# LD_LIBRARY_PATH only matters if libtokenlease is a shared library.
+# LD_LIBRARY_PATH only matters if the libraries are shared.
 set(ENV{LD_LIBRARY_PATH} "${libdir}:$ENV{LD_LIBRARY_PATH}")
-step("run pkgconfig_consumer" "${work}/pkgconfig_consumer")
+foreach(module IN ITEMS tokenlease-local tokenlease)
+  execute_process(
+    COMMAND "${TOKENLEASE_PKG_CONFIG}" --cflags --libs ${module}
+    RESULT_VARIABLE rc
+    OUTPUT_VARIABLE pc_flags
+    ERROR_VARIABLE pc_error
+    OUTPUT_STRIP_TRAILING_WHITESPACE)
+  if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "consumer_package: pkg-config --cflags --libs "
+                        "${module} failed (${rc}): ${pc_error}")
+  endif()
+  message(STATUS "consumer_package: pkg-config ${module}: ${pc_flags}")
+  if(NOT pc_flags MATCHES "-I${prefix}/")
+    message(FATAL_ERROR "consumer_package: ${module}.pc does not point into "
+                        "${prefix}: ${pc_flags}")
+  endif()
+  if(module STREQUAL "tokenlease-local")
+    expect_local_only("pkg-config --cflags --libs tokenlease-local"
+                      "${pc_flags}")
+  endif()
+  separate_arguments(pc_flags UNIX_COMMAND "${pc_flags}")
+  step("compile pkgconfig_main.cc with ${module}'s flags"
+    "${TOKENLEASE_CXX_COMPILER}" -std=c++20
+    "${consumer_src}/pkgconfig_main.cc" ${pc_flags}
+    -o "${work}/pkgconfig_${module}")
+  step("run pkgconfig_${module}" "${work}/pkgconfig_${module}")
+endforeach()
 
 message(STATUS "consumer_package: OK")

@@ -1,16 +1,17 @@
 # Installation and packaging of tokenlease; included at the end of the
-# top-level CMakeLists.txt (after the `tokenlease` target and its links exist).
+# top-level CMakeLists.txt (after the library targets and their links exist).
 #
 # Installs:
-#   <libdir>/libtokenlease.{a,so}
+#   <libdir>/libtokenlease_local.{a,so}, <libdir>/libtokenlease.{a,so}
 #   <includedir>/tokenlease/*.h
 #   <libdir>/cmake/tokenlease/tokenlease{Config,ConfigVersion,Targets*}.cmake
-#       -> find_package(tokenlease CONFIG) + tokenlease::tokenlease
-#   <libdir>/pkgconfig/tokenlease.pc
-#       -> pkg-config --cflags --libs tokenlease
+#       -> find_package(tokenlease CONFIG): tokenlease::local (the local
+#          Limiter, Abseil only) and tokenlease::tokenlease (everything)
+#   <libdir>/pkgconfig/tokenlease-local.pc, <libdir>/pkgconfig/tokenlease.pc
+#       -> pkg-config --cflags --libs tokenlease-local | tokenlease
 #
-# The dependencies written into the package config and the .pc file are
-# derived from the link libraries of the `tokenlease` target, so adding a
+# The dependencies written into the package config and the .pc files are
+# derived from the link libraries of each library target, so adding a
 # dependency in CMakeLists.txt needs no change here. Understood link items:
 #   absl::X          -> find_dependency(absl CONFIG); pkg-config module absl_X
 #   PkgConfig::P     -> pkg_check_modules(P IMPORTED_TARGET ...) in the config;
@@ -18,6 +19,9 @@
 #                       pkg_check_modules call, or from the variable
 #                       TOKENLEASE_PC_MODULES_<P> if set)
 #   Threads::Threads -> find_dependency(Threads); -pthread
+#   another installed tokenlease library -> its .pc module
+#   $<BUILD_INTERFACE:x> -> nothing (the layers' object libraries: their
+#                       objects are inside the archive)
 #   plain names      -> -l<name> (e.g. `atomic`); "-..." flags as they are
 #
 # All install rules are in the component `tokenlease`, so
@@ -28,9 +32,18 @@ include(CMakePackageConfigHelpers)
 set(TOKENLEASE_INSTALL_CMAKEDIR "${CMAKE_INSTALL_LIBDIR}/cmake/tokenlease")
 set(TOKENLEASE_INSTALL_PKGCONFIGDIR "${CMAKE_INSTALL_LIBDIR}/pkgconfig")
 
-# --- Library, headers, exported targets ------------------------------------
+# The installed libraries and their pkg-config module names.
+set(TOKENLEASE_INSTALLED_LIBRARIES tokenlease_local tokenlease)
+set(TOKENLEASE_PC_NAME_tokenlease_local tokenlease-local)
+set(TOKENLEASE_PC_NAME_tokenlease tokenlease)
+set(TOKENLEASE_PC_DESCRIPTION_tokenlease_local
+    "In-process lock-free rate limiter (local mode only)")
+set(TOKENLEASE_PC_DESCRIPTION_tokenlease
+    "In-process lock-free rate limiter with Redis-shared direct and leased modes")
 
-install(TARGETS tokenlease
+# --- Libraries, headers, exported targets ----------------------------------
+
+install(TARGETS ${TOKENLEASE_INSTALLED_LIBRARIES}
   EXPORT tokenleaseTargets
   ARCHIVE DESTINATION "${CMAKE_INSTALL_LIBDIR}" COMPONENT tokenlease
   LIBRARY DESTINATION "${CMAKE_INSTALL_LIBDIR}" COMPONENT tokenlease
@@ -47,10 +60,10 @@ install(EXPORT tokenleaseTargets
   DESTINATION "${TOKENLEASE_INSTALL_CMAKEDIR}"
   COMPONENT tokenlease)
 
-# --- Dependencies, derived from the target's link libraries ----------------
+# --- Dependencies, derived from the targets' link libraries ----------------
 
 # Returns in `out` the direct link items of `target` (`all`: PUBLIC+PRIVATE,
-# `public`: PUBLIC/INTERFACE only), with $<LINK_ONLY:x> unwrapped.
+# `public`: PUBLIC/INTERFACE only).
 function(_tokenlease_link_items target out_all out_public)
   get_target_property(all_items ${target} LINK_LIBRARIES)
   get_target_property(iface_items ${target} INTERFACE_LINK_LIBRARIES)
@@ -96,70 +109,117 @@ function(_tokenlease_pkgconfig_modules prefix out)
   set(${out} "${modules}" PARENT_SCOPE)
 endfunction()
 
-_tokenlease_link_items(tokenlease _tl_all_items _tl_public_items)
-get_target_property(_tl_type tokenlease TYPE)
+set(_tl_need_threads FALSE)     # any library needs Threads
+set(_tl_pkgconfig_prefixes "")  # PkgConfig::<prefix> any library links
 
-set(_tl_pc_requires "")          # pkg-config modules, public
-set(_tl_pc_requires_private "")  # pkg-config modules, private
-set(_tl_pc_libs "")              # extra linker flags, public
-set(_tl_pc_libs_private "")      # extra linker flags, private
-set(_tl_need_threads FALSE)
-set(_tl_pkgconfig_prefixes "")
-
-foreach(_tl_item IN LISTS _tl_all_items)
-  if(_tl_item MATCHES "^\\$<LINK_ONLY:(.*)>$")
-    set(_tl_item "${CMAKE_MATCH_1}")
-  endif()
-  # A static library must bring all its dependencies to the consumer's link
-  # line even without `pkg-config --static`; a shared one only the public.
-  if(_tl_type STREQUAL "STATIC_LIBRARY" OR _tl_item IN_LIST _tl_public_items)
-    set(_tl_suffix "")
-  else()
-    set(_tl_suffix "_private")
-  endif()
-
-  if(_tl_item MATCHES "\\$<")
-    message(WARNING "cmake/install.cmake: link item '${_tl_item}' of "
-                    "tokenlease is a generator expression; not written to "
-                    "tokenlease.pc.")
-  elseif(_tl_item MATCHES "^absl::(.+)$")
-    set(_tl_module "absl_${CMAKE_MATCH_1}")
-    execute_process(
-      COMMAND "${PKG_CONFIG_EXECUTABLE}" --exists "${_tl_module}"
-      RESULT_VARIABLE _tl_rc)
-    if(_tl_rc EQUAL 0)
-      list(APPEND _tl_pc_requires${_tl_suffix} "${_tl_module}")
-    else()
-      message(WARNING "cmake/install.cmake: no pkg-config module "
-                      "${_tl_module} for ${_tl_item}; tokenlease.pc will "
-                      "lack it.")
+# Writes the .pc file of one installed library (two steps: the prefix is
+# only known at install time), collecting what the package config needs.
+function(_tokenlease_pkgconfig_file target)
+  _tokenlease_link_items(${target} all_items public_items)
+  get_target_property(type ${target} TYPE)
+  set(pc_requires "")          # pkg-config modules, public
+  set(pc_requires_private "")  # pkg-config modules, private
+  set(pc_libs "")              # extra linker flags, public
+  set(pc_libs_private "")      # extra linker flags, private
+  set(prefixes "")             # PkgConfig::<prefix> items
+  foreach(item IN LISTS all_items)
+    if(item MATCHES "^\\$<BUILD_INTERFACE:")
+      continue()  # build-only (a layer's objects are in the archive)
     endif()
-  elseif(_tl_item MATCHES "^PkgConfig::(.+)$")
-    set(_tl_prefix "${CMAKE_MATCH_1}")
-    _tokenlease_pkgconfig_modules("${_tl_prefix}" _tl_modules)
-    list(APPEND _tl_pc_requires${_tl_suffix} ${_tl_modules})
-    list(APPEND _tl_pkgconfig_prefixes "${_tl_prefix}")
-    set(_tl_modules_${_tl_prefix} "${_tl_modules}")
-  elseif(_tl_item STREQUAL "Threads::Threads")
-    set(_tl_need_threads TRUE)
-    list(APPEND _tl_pc_libs${_tl_suffix} "-pthread")
-  elseif(TARGET "${_tl_item}")
-    message(WARNING "cmake/install.cmake: tokenlease links target "
-                    "'${_tl_item}', which is neither absl::, PkgConfig:: nor "
-                    "Threads::Threads; the installed package may not link.")
-  elseif(_tl_item MATCHES "^-")
-    list(APPEND _tl_pc_libs${_tl_suffix} "${_tl_item}")
-  elseif(IS_ABSOLUTE "${_tl_item}")
-    list(APPEND _tl_pc_libs${_tl_suffix} "${_tl_item}")
-  else()
-    list(APPEND _tl_pc_libs${_tl_suffix} "-l${_tl_item}")
-  endif()
-endforeach()
+    if(item MATCHES "^\\$<LINK_ONLY:(.*)>$")
+      set(item "${CMAKE_MATCH_1}")
+    endif()
+    # A static library must bring all its dependencies to the consumer's
+    # link line even without `pkg-config --static`; a shared one only the
+    # public.
+    if(type STREQUAL "STATIC_LIBRARY" OR item IN_LIST public_items)
+      set(suffix "")
+    else()
+      set(suffix "_private")
+    endif()
 
-foreach(_tl_var IN ITEMS _tl_pc_requires _tl_pc_requires_private
-                         _tl_pc_libs _tl_pc_libs_private
-                         _tl_pkgconfig_prefixes)
-  list(REMOVE_DUPLICATES ${_tl_var})
+    if(item MATCHES "\\$<")
+      message(WARNING "cmake/install.cmake: link item '${item}' of "
+                      "${target} is a generator expression; not written to "
+                      "its .pc file.")
+    elseif(item IN_LIST TOKENLEASE_INSTALLED_LIBRARIES)
+      list(APPEND pc_requires${suffix} "${TOKENLEASE_PC_NAME_${item}}")
+    elseif(item MATCHES "^absl::(.+)$")
+      set(module "absl_${CMAKE_MATCH_1}")
+      execute_process(
+        COMMAND "${PKG_CONFIG_EXECUTABLE}" --exists "${module}"
+        RESULT_VARIABLE rc)
+      if(rc EQUAL 0)
+        list(APPEND pc_requires${suffix} "${module}")
+      else()
+        message(WARNING "cmake/install.cmake: no pkg-config module "
+                        "${module} for ${item}; the .pc of ${target} will "
+                        "lack it.")
+      endif()
+    elseif(item MATCHES "^PkgConfig::(.+)$")
+      set(prefix "${CMAKE_MATCH_1}")
+      _tokenlease_pkgconfig_modules("${prefix}" modules)
+      list(APPEND pc_requires${suffix} ${modules})
+      list(APPEND prefixes "${prefix}")
+      set(_tl_modules_${prefix} "${modules}" PARENT_SCOPE)
+    elseif(item STREQUAL "Threads::Threads")
+      set(_tl_need_threads TRUE PARENT_SCOPE)
+      list(APPEND pc_libs${suffix} "-pthread")
+    elseif(TARGET "${item}")
+      message(WARNING "cmake/install.cmake: ${target} links target "
+                      "'${item}', which is neither absl::, PkgConfig::, "
+                      "Threads::Threads nor an installed tokenlease library; "
+                      "the installed package may not link.")
+    elseif(item MATCHES "^-" OR IS_ABSOLUTE "${item}")
+      list(APPEND pc_libs${suffix} "${item}")
+    else()
+      list(APPEND pc_libs${suffix} "-l${item}")
+    endif()
+  endforeach()
+  foreach(var IN ITEMS pc_requires pc_requires_private pc_libs
+                       pc_libs_private)
+    list(REMOVE_DUPLICATES ${var})
+  endforeach()
+  list(APPEND prefixes ${_tl_pkgconfig_prefixes})
+  list(REMOVE_DUPLICATES prefixes)
+  set(_tl_pkgconfig_prefixes "${prefixes}" PARENT_SCOPE)
+
+  set(TOKENLEASE_PC_NAME "${TOKENLEASE_PC_NAME_${target}}")
+  set(TOKENLEASE_PC_DESCRIPTION "${TOKENLEASE_PC_DESCRIPTION_${target}}")
+  string(REPLACE ";" ", " TOKENLEASE_PC_REQUIRES "${pc_requires}")
+  string(REPLACE ";" ", " TOKENLEASE_PC_REQUIRES_PRIVATE
+         "${pc_requires_private}")
+  string(REPLACE ";" " " TOKENLEASE_PC_LIBS "${pc_libs}")
+  string(REPLACE ";" " " TOKENLEASE_PC_LIBS_PRIVATE "${pc_libs_private}")
+  get_target_property(TOKENLEASE_PC_LIBNAME ${target} OUTPUT_NAME)
+  if(NOT TOKENLEASE_PC_LIBNAME)
+    set(TOKENLEASE_PC_LIBNAME ${target})
+  endif()
+  foreach(dir IN ITEMS LIBDIR INCLUDEDIR)
+    if(IS_ABSOLUTE "${CMAKE_INSTALL_${dir}}")
+      set(TOKENLEASE_PC_${dir} "${CMAKE_INSTALL_${dir}}")
+    else()
+      set(TOKENLEASE_PC_${dir} "\${prefix}/${CMAKE_INSTALL_${dir}}")
+    endif()
+  endforeach()
+  # The prefix is only known at install time (`cmake --install --prefix P`
+  # overrides CMAKE_INSTALL_PREFIX), so the .pc file is made in two steps:
+  # everything but the prefix now, the prefix by an install(CODE) step.
+  set(TOKENLEASE_PC_PREFIX "@TOKENLEASE_PC_INSTALL_PREFIX@")
+  set(stage "${PROJECT_BINARY_DIR}/pkgconfig/${TOKENLEASE_PC_NAME}.pc")
+  configure_file("${PROJECT_SOURCE_DIR}/cmake/tokenlease.pc.in"
+                 "${stage}.in" @ONLY)
+  install(CODE "
+    set(TOKENLEASE_PC_INSTALL_PREFIX \"\${CMAKE_INSTALL_PREFIX}\")
+    configure_file(\"${stage}.in\" \"${stage}\" @ONLY)
+  " COMPONENT tokenlease)
+  install(FILES "${stage}"
+    DESTINATION "${TOKENLEASE_INSTALL_PKGCONFIGDIR}"
+    COMPONENT tokenlease)
+endfunction()
+
+foreach(_tl_target IN LISTS TOKENLEASE_INSTALLED_LIBRARIES)
+  _tokenlease_pkgconfig_file(${_tl_target})
 endforeach()
 
 # --- CMake package config ---------------------------------------------------
@@ -202,47 +262,13 @@ install(FILES
   DESTINATION "${TOKENLEASE_INSTALL_CMAKEDIR}"
   COMPONENT tokenlease)
 
-# --- pkg-config file --------------------------------------------------------
-
-string(REPLACE ";" ", " TOKENLEASE_PC_REQUIRES "${_tl_pc_requires}")
-string(REPLACE ";" ", " TOKENLEASE_PC_REQUIRES_PRIVATE
-       "${_tl_pc_requires_private}")
-string(REPLACE ";" " " TOKENLEASE_PC_LIBS "${_tl_pc_libs}")
-string(REPLACE ";" " " TOKENLEASE_PC_LIBS_PRIVATE "${_tl_pc_libs_private}")
-
-get_target_property(TOKENLEASE_PC_LIBNAME tokenlease OUTPUT_NAME)
-if(NOT TOKENLEASE_PC_LIBNAME)
-  set(TOKENLEASE_PC_LIBNAME tokenlease)
-endif()
-foreach(_tl_dir IN ITEMS LIBDIR INCLUDEDIR)
-  if(IS_ABSOLUTE "${CMAKE_INSTALL_${_tl_dir}}")
-    set(TOKENLEASE_PC_${_tl_dir} "${CMAKE_INSTALL_${_tl_dir}}")
-  else()
-    set(TOKENLEASE_PC_${_tl_dir} "\${prefix}/${CMAKE_INSTALL_${_tl_dir}}")
-  endif()
-endforeach()
-
-# The prefix is only known at install time (`cmake --install --prefix P`
-# overrides CMAKE_INSTALL_PREFIX), so the .pc file is made in two steps:
-# everything but the prefix now, the prefix by an install(CODE) step.
-set(TOKENLEASE_PC_PREFIX "@TOKENLEASE_PC_INSTALL_PREFIX@")
-configure_file("${PROJECT_SOURCE_DIR}/cmake/tokenlease.pc.in"
-               "${PROJECT_BINARY_DIR}/pkgconfig/tokenlease.pc.in" @ONLY)
-install(CODE "
-  set(TOKENLEASE_PC_INSTALL_PREFIX \"\${CMAKE_INSTALL_PREFIX}\")
-  configure_file(\"${PROJECT_BINARY_DIR}/pkgconfig/tokenlease.pc.in\"
-                 \"${PROJECT_BINARY_DIR}/pkgconfig/tokenlease.pc\" @ONLY)
-" COMPONENT tokenlease)
-install(FILES "${PROJECT_BINARY_DIR}/pkgconfig/tokenlease.pc"
-  DESTINATION "${TOKENLEASE_INSTALL_PKGCONFIGDIR}"
-  COMPONENT tokenlease)
-
 # --- Test: the installed package can be consumed ---------------------------
 
 # consumer_package installs the built tree into a prefix under the build
-# directory, then builds and runs tests/consumer/ with find_package() and a
-# second program with `pkg-config --cflags --libs tokenlease`
-# (cmake/consumer_test.cmake).
+# directory, then builds and runs tests/consumer/ with find_package() (both
+# libraries; the local-only consumer must see no hiredis or libevent) and
+# programs built with `pkg-config --cflags --libs tokenlease-local` and
+# `... tokenlease` (cmake/consumer_test.cmake).
 #
 # It is not registered in sanitizer builds (asan/tsan presets): the installed
 # library would carry sanitizer instrumentation that the consumer, built

@@ -12,6 +12,12 @@
 --       max_log_entries.
 -- Reply: {granted, remaining, retry_after_us, reset_after_us, now_us, wait_us}
 --
+-- ASSEMBLED at build time (cmake/embed_lua.cmake): every line
+-- `--@include lib/<file>.lua [<part>]` is replaced by that file (or part)
+-- of lua/lib/, shared with release.lua. The result, <build>/lua/acquire.lua
+-- (installed as share/tokenlease/lua/acquire.lua), is the script Redis runs
+-- and hashes; its SHA1 is in acquire.lua.sha1 next to it.
+--
 -- PERFORMANCE NOTES. Redis caches the compiled chunk, but the chunk body
 -- (every `local function`, every table) runs again on each call, and the
 -- embedded Lua is slow: ~50-300 ns per closure (more with upvalues),
@@ -34,236 +40,66 @@
 --  * divides with `%` (exact below 2^52) and keeps the long path of muldiv
 --    for larger products only; builds error messages only on errors.
 
-local tonumber = tonumber
-local rcall, rpcall = redis.call, redis.pcall
-local smatch, sformat = string.match, string.format
+local ERR = 'ERR tokenlease acquire: '  -- prefix of the argument errors
+local N_ARG = 9  -- ARGV index of the band count
+--@include lib/args.lua head
 
--- floor(a * b / c) and the remainder, exact for integers 0 <= a < 2^53,
--- 0 <= b < 2^52, 1 <= c < 2^51 whose quotient is below 2^53.
-local function muldiv(a, b, c)
-  local p = a * b
-  if p < 4503599627370496 then  -- exact product below 2^52: so is p % c
-    local r = p % c
-    return (p - r) / c, r
-  end
-  local floor = math.floor
-  local bq = floor(b / c)
-  local br = b - bq * c
-  if br < 0 then bq = bq - 1; br = br + c elseif br >= c then bq = bq + 1; br = br - c end
-  -- a * br / c by binary long multiplication: R < c keeps 2R + br < 2^53.
-  local hi = 1
-  while hi * 2 <= a do hi = hi * 2 end
-  local x, q, r = a, 0, 0
-  while hi >= 1 do
-    q = q * 2; r = r * 2
-    if r >= c then r = r - c; q = q + 1 end
-    if x >= hi then
-      x = x - hi; r = r + br
-      if r >= c then r = r - c; q = q + 1 end
-    end
-    hi = hi / 2
-  end
-  return a * bq + q, r
-end
--- floor(a / c) and ceil(a / c) (a >= 0 for dceil).
-local function dfloor(a, c)
-  if a < 4503599627370496 then return (a - a % c) / c end
-  return (muldiv(a, 1, c))
-end
-local function dceil(a, c)
-  if a < 4503599627370496 then
-    local r = a % c
-    if r > 0 then return (a - r) / c + 1 end
-    return (a - r) / c
-  end
-  local q, r = muldiv(a, 1, c)
-  if r > 0 then q = q + 1 end
-  return q
-end
+--@include lib/arith.lua
 
--- An integer argument in [lo, hi], or nil.
-local function int_arg(v, lo, hi)
-  local x
-  if v == '0' then x = 0
-  elseif v == '1' then x = 1
-  elseif v == '-1' then x = -1
-  else
-    x = tonumber(v)
-    if x == nil or x % 1 ~= 0 then return nil end  -- NaN, inf: x % 1 ~= 0
-  end
-  if x < lo or x > hi then return nil end
-  return x
-end
-
-
----------------------------------------------------------------------------
--- Arguments. "0", "1" and "-1" are taken without tonumber.
-
-if ARGV[1] ~= '1' then
-  return {err = 'ERR tokenlease acquire: unknown protocol version \'' ..
-          tostring(ARGV[1]) .. '\'; this script speaks version 1'}
-end
-local A = ARGV
-local v = A[2]
-local explicit_now = v == '-1' and -1 or int_arg(v, -1, 4503599627370496)
-if not explicit_now then return {err = 'ERR tokenlease acquire: now_us is ' .. tostring(v) ..
-      '; it must be an integer in [-1, 4503599627370496]'} end
--- TTL margin beyond the time a state takes to become fresh. With an
--- explicit now (tests, replays) the caller's time may run slower than
--- the server's clock that expires keys, so the margin is 10 minutes.
-local MARGIN_MS = explicit_now >= 0 and 600000 or 1000
+--@include lib/args.lua arguments
 v = A[3]
 local wanted = v == '1' and 1 or int_arg(v, 0, 1125899906842624)
-if not wanted then return {err = 'ERR tokenlease acquire: wanted is ' .. tostring(v) ..
+if not wanted then return {err = ERR .. 'wanted is ' .. tostring(v) ..
       '; it must be an integer in [0, 1125899906842624]'} end
 v = A[4]
 local minimum = (v == '1' and wanted >= 1) and 1 or int_arg(v, 0, wanted)
-if not minimum then return {err = 'ERR tokenlease acquire: minimum is ' .. tostring(v) ..
+if not minimum then return {err = ERR .. 'minimum is ' .. tostring(v) ..
       '; it must be an integer in [0, ' .. sformat('%.0f', wanted) .. ']'} end
 v = A[5]
 local max_wait = v == '0' and 0 or int_arg(v, 0, 4503599627370496)
-if not max_wait then return {err = 'ERR tokenlease acquire: max_wait_us is ' .. tostring(v) ..
+if not max_wait then return {err = ERR .. 'max_wait_us is ' .. tostring(v) ..
       '; it must be an integer in [0, 4503599627370496]'} end
 v = A[6]
 local charge = v == '0' and 0 or int_arg(v, 0, 1)
-if not charge then return {err = 'ERR tokenlease acquire: charge is ' .. tostring(v) ..
+if not charge then return {err = ERR .. 'charge is ' .. tostring(v) ..
       '; it must be an integer in [0, 1]'} end
 v = A[7]
 local max_debt = v == '0' and 0 or int_arg(v, 0, 1099511627776)
-if not max_debt then return {err = 'ERR tokenlease acquire: max_debt is ' .. tostring(v) ..
+if not max_debt then return {err = ERR .. 'max_debt is ' .. tostring(v) ..
       '; it must be an integer in [0, 1099511627776]'} end
-v = A[8]
-local max_borrow = v == '0' and 0 or int_arg(v, 0, 31622400000000)
-if not max_borrow then return {err = 'ERR tokenlease acquire: max_borrow_us is ' .. tostring(v) ..
-      '; it must be an integer in [0, 31622400000000]'} end
+--@include lib/args.lua band_count
 
 -- Bands (same layout and checks as release.lua). A band is a table of the
--- fields its kind uses: kind ('gcra' = smooth token bucket or GCRA, 'step'
--- = stepwise token bucket, 'fixed', 'counter', 'log'), key, limit, period,
--- burst; gcra/step: p, l (a token costs p units of 1/l us), tol (gcra:
--- burst * p); fixed/counter/log: offset, aligned; log: meta, granule, goff,
--- q, max_entries.
-v = A[9]
-local nb = v == '1' and 1 or int_arg(v, 1, 4)
-if not nb then return {err = 'ERR tokenlease acquire: band count is ' .. tostring(v) ..
-      '; it must be an integer in [1, 4]'} end
-if #A ~= 9 + 9 * nb then
-  return {err = 'ERR tokenlease acquire: expected ' .. (9 + 9 * nb) .. ' arguments for ' ..
-          nb .. ' bands, got ' .. #A}
-end
+-- fields its kind uses: kind, key, limit, period, burst; gcra/step: p, l,
+-- tol (see lib/band.lua); fixed/counter/log: offset, aligned; log: meta,
+-- granule, goff, q, max_entries.
 local bands, k = {}, 1
 local has_log, has_window, has_step, has_counter = false, false, false, false
 for i = 1, nb do
   local base = 9 * i
-  local algo = A[base + 1]
-  if algo ~= 'token_bucket' and algo ~= 'gcra' and algo ~= 'fixed_window' and
-     algo ~= 'sliding_counter' and algo ~= 'sliding_log' then
-    return {err = 'ERR tokenlease acquire: bands[' .. (i - 1) .. '].algorithm is \'' ..
-        tostring(algo) ..
-        '\'; one of token_bucket, gcra, fixed_window, sliding_counter, sliding_log'}
-  end
-  v = A[base + 2]
-  local limit = int_arg(v, 1, 1099511627776)
-  if not limit then return {err = 'ERR tokenlease acquire: bands[' .. (i - 1) .. '].limit is ' ..
-      tostring(v) ..
-      '; it must be an integer in [1, 1099511627776]'} end
-  v = A[base + 3]
-  local period = int_arg(v, 1, 158112000000000)
-  if not period then return {err = 'ERR tokenlease acquire: bands[' .. (i - 1) .. '].period_us is ' ..
-      tostring(v) ..
-      '; it must be an integer in [1, 158112000000000]'} end
-  v = A[base + 4]
-  local burst = v == '0' and 0 or int_arg(v, 0, 1099511627776)
-  if not burst then return {err = 'ERR tokenlease acquire: bands[' .. (i - 1) .. '].burst is ' ..
-      tostring(v) ..
-      '; it must be an integer in [0, 1099511627776]'} end
-  local refill = A[base + 5]
-  if refill ~= 'smooth' and refill ~= 'stepwise' then
-    return {err = 'ERR tokenlease acquire: bands[' .. (i - 1) .. '].refill is \'' ..
-            tostring(refill) .. '\'; smooth or stepwise'}
-  end
-  local anchor = A[base + 6]
-  if anchor ~= 'aligned' and anchor ~= 'first_request' then
-    return {err = 'ERR tokenlease acquire: bands[' .. (i - 1) .. '].anchor is \'' ..
-            tostring(anchor) .. '\'; aligned or first_request'}
-  end
-  v = A[base + 7]
-  local off = v == '0' and 0 or int_arg(v, -2251799813685248, 2251799813685248)
-  if not off then
-    return {err = 'ERR tokenlease acquire: bands[' .. (i - 1) .. '].window_offset_us is ' ..
-      tostring(v) ..
-      '; it must be an integer in [-2251799813685248, 2251799813685248]'}
-  end
-  v = A[base + 8]
-  local granule = v == '0' and 0 or int_arg(v, 0, period)
-  if not granule then return {err = 'ERR tokenlease acquire: bands[' .. (i - 1) .. '].log_granularity_us is ' ..
-      tostring(v) ..
-      '; it must be an integer in [0, ' .. sformat('%.0f', period) .. ']'} end
-  v = A[base + 9]
-  local max_entries = v == '0' and 0 or int_arg(v, 0, 1048576)
-  if not max_entries then
-    return {err = 'ERR tokenlease acquire: bands[' .. (i - 1) .. '].max_log_entries is ' ..
-      tostring(v) ..
-      '; it must be an integer in [0, 1048576]'}
-  end
-  if max_entries == 0 then max_entries = 256 end
-  if max_entries < 2 then
-    return {err = 'ERR tokenlease acquire: bands[' .. (i - 1) ..
-            '].max_log_entries must be 0 or >= 2'}
-  end
-  local key = KEYS[k]; k = k + 1
-  if algo == 'token_bucket' or algo == 'gcra' then
-    if burst == 0 then burst = limit end
-    local kind = (algo == 'gcra' or refill == 'smooth') and 'gcra' or 'step'
-    if kind == 'step' then has_step = true end
-    local g, h = period, limit
-    while h > 0 do g, h = h, g % h end
-    local p, l, tol = period / g, limit / g, false
-    if kind == 'gcra' then
-      tol = burst * p
-      if tol + max_borrow * l >= 2251799813685248 then
-        return {err = 'ERR tokenlease acquire: bands[' .. (i - 1) .. '].burst * period / limit (+ max_borrow) is beyond the exact range (2^51 units of 1/limit us)'}
-      end
-    elseif (burst + limit - 1 - (burst + limit - 1) % limit) / limit * period +
-           max_borrow + period >= 2251799813685248 then
-      return {err = 'ERR tokenlease acquire: bands[' .. (i - 1) .. '].time to refill burst (+ max_borrow) is beyond 2^51 us'}
-    end
+  --@include lib/band.lua
+  if kind == 'gcra' then
     -- The state fields are set by the load (declared here: no rehash).
-    if kind == 'gcra' then
-      bands[i] = {kind = kind, key = key, limit = limit, period = period, burst = burst,
-                  p = p, l = l, tol = tol, far = false, d = 0, tn = 0, f = 0, allowed = 0}
-    else
-      bands[i] = {kind = kind, key = key, limit = limit, period = period, burst = burst,
-                  p = p, l = l, tokens = 0, anchor = 0}
-    end
+    bands[i] = {kind = kind, key = key, limit = limit, period = period, burst = burst,
+                p = p, l = l, tol = tol, far = false, d = 0, tn = 0, f = 0, allowed = 0}
+  elseif kind == 'step' then
+    has_step = true
+    bands[i] = {kind = kind, key = key, limit = limit, period = period, burst = burst,
+                p = p, l = l, tokens = 0, anchor = 0}
   else
     local offset = off % period  -- exact: |off| <= 2^51
     has_window = true
-    if algo == 'fixed_window' then
+    if kind == 'fixed' then
       bands[i] = {kind = 'fixed', key = key, limit = limit, period = period, burst = limit,
                   offset = offset, aligned = anchor == 'aligned', start = 0, count = 0,
                   left = 0}
-    elseif algo == 'sliding_counter' then
+    elseif kind == 'counter' then
       has_counter = true
       bands[i] = {kind = 'counter', key = key, limit = limit, period = period,
                   burst = limit, offset = offset, aligned = anchor == 'aligned', start = 0,
                   prev = 0, cur = 0, w = 0}
     else
       has_log = true
-      local meta, goff, q = KEYS[k], false, false
-      k = k + 1
-      if granule > 0 then
-        goff = off % granule
-      elseif limit > max_entries then
-        -- The local engine's quantum ceil(period_ns / max_log_entries) ns;
-        -- entries are scored by quantum index k (time k * q ns).
-        local r
-        q, r = muldiv(period, 1000, max_entries)
-        if r > 0 then q = q + 1 end
-        if q < 1000 or q >= 2251799813685248 then
-          return {err = 'ERR tokenlease acquire: bands[' .. (i - 1) .. '].period / max_log_entries must be between 1us and 2^51 ns'}
-        end
-      end
       bands[i] = {kind = 'log', key = key, meta = meta, limit = limit, period = period,
                   burst = limit, offset = offset, aligned = anchor == 'aligned',
                   granule = granule, goff = goff, q = q, max_entries = max_entries,
@@ -273,16 +109,10 @@ for i = 1, nb do
   end
 end
 if #KEYS ~= k - 1 then
-  return {err = 'ERR tokenlease acquire: expected ' .. (k - 1) .. ' keys, got ' .. #KEYS}
+  return {err = ERR .. 'expected ' .. (k - 1) .. ' keys, got ' .. #KEYS}
 end
 
-local now
-if explicit_now >= 0 then
-  now = explicit_now
-else
-  local t = rcall('TIME')
-  now = tonumber(t[1]) * 1000000 + tonumber(t[2])
-end
+--@include lib/args.lua now
 local W = max_wait < max_borrow and max_wait or max_borrow
 
 ---------------------------------------------------------------------------
@@ -332,39 +162,10 @@ if has_counter then
 end
 
 local LOG  -- the sliding-log functions, made only when a band needs them
+local parse_member, log_left
 if has_log then
-  -- Reads the meta "total latest" (nil if the key does not exist), or
-  -- false and the error reply for a key of another type.
-  local function read_meta(key)
-    local v = rpcall('GET', key)
-    if not v then return nil end
-    if v.err then
-      return false, {err = 'WRONGTYPE tokenlease: key \'' .. key .. '\' holds a ' ..
-                     rcall('TYPE', key).ok ..
-                     ', not the string tokenlease keeps there; delete or rename it'}
-    end
-    local out = {}
-    for w in string.gmatch(v, '%S+') do out[#out + 1] = tonumber(w) end
-    return out[1], out[2]
-  end
-  -- An entry's end of life (time + period) minus `at`, in whole us (rounded up).
-  local function left(b, score, at)
-    if b.q then
-      local x, r = muldiv(score, b.q, 1000)
-      if r > 0 then x = x + 1 end
-      return x + b.period - at
-    end
-    return score + b.period - at
-  end
-  local function parse_member(m)
-    local sc, tok = smatch(m, '^(-?%d+):(%d+)$')
-    return tonumber(sc), tonumber(tok)
-  end
-  -- '%d' is exact and cheaper; '%.0f' (as before) beyond 2^53.
-  local function fmt(x)
-    if x < 9007199254740992 and x > -9007199254740992 then return sformat('%d', x) end
-    return sformat('%.0f', x)
-  end
+  --@include lib/log.lua helpers
+  --@include lib/log.lua fmt
   -- Where a grant evaluated at s.at is recorded (score).
   local function record_score(b, s)
     local t = s.at
@@ -378,16 +179,19 @@ if has_log then
     if s.count > 0 and s.newest_score > t then t = s.newest_score end
     return t
   end
+  -- Loads band b's state into b; returns the error reply of a key of
+  -- another type, else nothing.
   local function load(b)
     -- ZCARD is the type check (an error reply on a key of another type).
     local count = rpcall('ZCARD', b.key)
     if type(count) == 'table' then
-      local t = rcall('TYPE', b.key).ok
-      return nil, {err = 'WRONGTYPE tokenlease: key \'' .. b.key .. '\' holds a ' .. t ..
-                   ', not the zset tokenlease keeps there; delete or rename it'}
+      local key, want = b.key, 'zset'
+      --@include lib/state.lua wrongtype
     end
-    local total, latest = read_meta(b.meta)
-    if total == false then return nil, latest end
+    -- The meta "total latest".
+    local key = b.meta
+    --@include lib/state.lua read
+    local total, latest = x, y
     local s = b  -- the state lives in the band table
     s.total = 0; s.latest = now; s.at = 0; s.count = 0
     s.newest_score = false; s.newest_tokens = false; s.newest_member = false
@@ -422,13 +226,12 @@ if has_log then
       s.newest_score, s.newest_tokens = parse_member(last[1])
       s.newest_member = last[1]
     end
-    return s
   end
   local function eval(b, s, cost)
-    local newest = s.count > 0 and left(b, s.newest_score, now) or 0
+    local newest = s.count > 0 and log_left(b, s.newest_score, now) or 0
     if s.total + cost <= b.limit then
       return true, b.limit - s.total - cost, 0,
-             cost > 0 and left(b, record_score(b, s), now) or newest
+             cost > 0 and log_left(b, record_score(b, s), now) or newest
     end
     local rem = b.limit - s.total
     if rem < 0 then rem = 0 end
@@ -442,7 +245,7 @@ if has_log then
         local sc, tok = parse_member(m)
         expired = expired + tok
         if expired >= must then
-          local w = left(b, sc, now)
+          local w = log_left(b, sc, now)
           return false, rem, w > 0 and w or 0, newest
         end
       end
@@ -455,11 +258,8 @@ if has_log then
       rcall('DEL', b.key, b.meta)
       return
     end
-    local x = left(b, s.newest_score, now)
-    local ms = dceil(x > 1 and x or 1, 1000) + MARGIN_MS
-    if ms >= 1e17 then ms = sformat('%.0f', ms) end
-    rcall('SET', b.meta, fmt(s.total) .. ' ' .. fmt(s.latest), 'PX', ms)
-    rcall('PEXPIRE', b.key, ms)
+    local newest, total, latest = s.newest_score, s.total, s.latest
+    --@include lib/log.lua write
   end
   local function save_all()
     for i = 1, nb do
@@ -493,7 +293,7 @@ if has_log then
     rcall('ZADD', b.key, ts, s.newest_member)
   end
   -- One constructor: adding fields one by one would rehash the table.
-  LOG = {left = left, load = load, eval = eval, save = save, save_all = save_all,
+  LOG = {load = load, eval = eval, save = save, save_all = save_all,
          record = record}
 end
 
@@ -508,46 +308,16 @@ for i = 1, nb do
   local b = bands[i]
   local kind = b.kind
   if kind == 'log' then
-    local s, e = LOG.load(b)
-    if not s then return e end
+    local e = LOG.load(b)
+    if e then return e end
   else
-    -- The string state "n1 n2 [n3]" (nil if the key does not exist). The
-    -- usual layout takes one string.match; anything else is split on
-    -- whitespace as before.
-    local x, y, z
-    local str = rpcall('GET', b.key)
-    if str then
-      if str.err then  -- a string has no field err; an error reply does
-        return {err = 'WRONGTYPE tokenlease: key \'' .. b.key .. '\' holds a ' ..
-                rcall('TYPE', b.key).ok ..
-                ', not the string tokenlease keeps there; delete or rename it'}
-      end
-      x, y, z = smatch(str, '^(%S+) (%S+) ?(%S*)$')
-      if x then
-        x, y = tonumber(x), tonumber(y)
-        if z == '' then z = nil
-        else
-          z = tonumber(z)
-          if z == nil then x = nil end
-        end
-      end
-      if not (x and y) then
-        local out = {}
-        for w in string.gmatch(str, '%S+') do out[#out + 1] = tonumber(w) end
-        x, y, z = out[1], out[2], out[3]
-      end
-    end
+    local key = b.key
+    --@include lib/state.lua read
     if kind == 'gcra' then
       local t, f, l = x, y, z
       local far, d, tn = false, 0, 0
       if t and t >= now then
-        f = f or 0; l = l or b.l
-        if l ~= b.l then
-          local r
-          f, r = muldiv(f, b.l, l)
-          if r > 0 then f = f + 1 end
-          if f >= b.l then t = t + 1; f = 0 end
-        end
+        --@include lib/state.lua gcra
         tn = t - now
         if tn * b.l >= 2251799813685248 then  -- far ahead (clock stepped back): deny all
           far = true
@@ -559,16 +329,7 @@ for i = 1, nb do
     elseif kind == 'step' then
       local tokens, anchor = x, y
       if not tokens then tokens = b.burst; anchor = now end
-      local elapsed = now - anchor
-      if elapsed >= b.period then  -- a clock step back refills nothing
-        local steps = dfloor(elapsed, b.period)
-        anchor = anchor + steps * b.period
-        if tokens >= b.burst or steps >= dceil(b.burst - tokens, b.limit) then
-          tokens = b.burst
-        else
-          tokens = tokens + steps * b.limit
-        end
-      end
+      --@include lib/state.lua step
       b.tokens = tokens; b.anchor = anchor
     elseif kind == 'fixed' then
       local start, count = x, y
@@ -628,26 +389,7 @@ local function commit(b, s, cost, x)
     LOG.record(b, s, cost)
     return
   end
-  -- SET "f1 f2 [f3]" with a TTL of reset + 1 s, or DEL. '%d' is exact
-  -- (64-bit lua_Integer) and much cheaper than '%.0f', which is kept for
-  -- values beyond 2^53 (only from nonsense input).
-  if reset <= 0 then rcall('DEL', b.key); return end
-  local str
-  if f1 < 9007199254740992 and f1 > -9007199254740992 and
-     f2 < 9007199254740992 and f2 > -9007199254740992 then
-    if f3 == nil then
-      str = sformat('%d %d', f1, f2)
-    elseif f3 < 9007199254740992 and f3 > -9007199254740992 then
-      str = sformat('%d %d %d', f1, f2, f3)
-    end
-  end
-  if str == nil then
-    str = f3 == nil and sformat('%.0f %.0f', f1, f2) or sformat('%.0f %.0f %.0f', f1, f2, f3)
-  end
-  -- Redis formats a number argument with %.17g: exact, no exponent below
-  -- 1e17; beyond (only from nonsense input), '%.0f' as before.
-  local ms = dceil(reset, 1000) + MARGIN_MS
-  rcall('SET', b.key, str, 'PX', ms < 1e17 and ms or sformat('%.0f', ms))
+  --@include lib/state.lua write
 end
 
 
@@ -707,7 +449,7 @@ if charge == 1 then
     elseif kind == 'counter' then
       rem, rst = b.limit - s.cur - s.w, counter_reset(b, s, s.cur)
     else
-      rem, rst = b.limit - s.total, s.count > 0 and LOG.left(b, s.newest_score, now) or 0
+      rem, rst = b.limit - s.total, s.count > 0 and log_left(b, s.newest_score, now) or 0
     end
     if rem < 0 then rem = 0 end
     if remaining == nil or rem < remaining then remaining = rem end

@@ -1,19 +1,18 @@
 #!/usr/bin/env bash
-# The main job: the live multi-instance demo. Installs missing Debian
-# packages, builds the harness (bench/lease_harness) in the release preset,
-# starts a private redis-server on a free 127.0.0.1 port, and runs several
-# instance processes (each with several threads) that share one limit of
-# 10,000 per second through Redis in leased mode, offered 10x that. A line
-# per 0.5 s shows what was admitted against the limit, per instance, the
-# decision latency and the Redis commands it cost; a summary follows.
-# Arguments are passed on to the harness (e.g. --instances=2 --seconds=60
-# --keys=zipf, --mode=local or --mode=direct to compare; see
-# bench/lease_harness.cc). Ctrl-C stops early and still prints the summary.
+# The main job: the live multi-instance demo, `tokenlease demo`. Installs
+# missing Debian packages, builds the `tokenlease` program (target
+# tokenlease_cli) in the release preset and runs it: 4 instance processes
+# with 2 threads each share one limit of 10,000 per second through Redis in
+# leased mode (a private redis-server on a free 127.0.0.1 port, stopped at
+# the end), offered 10x that; a line per 0.5 s shows what was admitted
+# against the limit, per instance, the decision latency and the Redis
+# commands it cost; a summary follows. Arguments are passed on (e.g.
+# --instances=2 --seconds=60 --keys=zipf, --mode=local or --mode=direct to
+# compare; `build/release/tools/tokenlease demo --help` lists them all).
+# Ctrl-C stops early and still prints the summary.
 #
 #   bash scripts/demo.sh
 #   bash scripts/demo.sh --instances=3 --seconds=30
-#
-# The single-process local demo is `build/release/tools/tokenlease demo`.
 set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -28,13 +27,10 @@ source scripts/install_deps.sh
 
 install_missing_packages
 
-log "building the demo (release preset)"
+log "building tokenlease (release preset)"
 cmake --preset release >/dev/null
-cmake --build --preset release -j"$JOBS" --target lease_harness tokenlease_cli
-[[ -x build/release/bench/lease_harness ]] || die "lease_harness was not built"
+cmake --build --preset release -j"$JOBS" --target tokenlease_cli
+[[ -x build/release/tools/tokenlease ]] || die "tokenlease was not built"
 
-args=(--mode=leased --instances=4 --threads=2 --limit=10000 --seconds=20
-      --keys=hot --live --window_ms=500 --pacing=sleep)
-log "running: bench/run_lease_harness.sh ${args[*]} $*"
-# Later flags win, so the caller's arguments override the defaults above.
-exec env BUILD_DIR=build/release bench/run_lease_harness.sh "${args[@]}" "$@"
+log "running: build/release/tools/tokenlease demo $*"
+exec build/release/tools/tokenlease demo "$@"

@@ -2,7 +2,7 @@
 # Runs every test of tokenlease: for each preset (default: release asan tsan)
 # configure, build and ctest. Installs missing Debian packages first
 # (redis-server among them). Tests that need Redis start their own private
-# redis-server on a free 127.0.0.1 port (tests/redis/redis_server.h) and
+# redis-server on a free 127.0.0.1 port (tests/testing/redis_test.h) and
 # stop it when they end, also when they fail or crash.
 #
 #   bash scripts/test.sh                # release, asan, tsan

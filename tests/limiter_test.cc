@@ -5,6 +5,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "testing/specs.h"
 #include "tokenlease/tokenlease.h"
 
 namespace tokenlease {
@@ -21,18 +22,31 @@ std::unique_ptr<Limiter> Make(const LimitSpec& spec, LimiterOptions o = {}) {
   return std::move(*l);
 }
 
-std::vector<LimitSpec> EveryAlgorithm(int64_t limit, absl::Duration period) {
-  LimitSpec composite = LimitSpec::FixedWindow(limit, period);
-  composite.bands.push_back(
-      LimitSpec::SlidingWindowLog(limit, period).bands[0]);
-  return {LimitSpec::TokenBucket(limit, period),
-          LimitSpec::TokenBucket(limit, period, 0, Refill::kStepwise),
-          LimitSpec::Gcra(limit, period),
-          LimitSpec::FixedWindow(limit, period),
-          LimitSpec::SlidingWindowCounter(limit, period),
-          LimitSpec::SlidingWindowLog(limit, period),
-          composite};
+// Every algorithm, with a composite of a fixed window and a sliding log of
+// the same rate.
+std::vector<testing::NamedFactory> Algorithms() {
+  std::vector<testing::NamedFactory> out = testing::SingleBandFactories();
+  out.push_back({"composite", [](int64_t limit, absl::Duration period) {
+                   return testing::Composite(
+                       {LimitSpec::FixedWindow(limit, period),
+                        LimitSpec::SlidingWindowLog(limit, period)});
+                 }});
+  return out;
 }
+
+// One test per algorithm, at rates of the test's choosing.
+class LimiterAlgorithmTest
+    : public ::testing::TestWithParam<testing::NamedFactory> {
+ protected:
+  // The algorithm with `limit` per second.
+  static LimitSpec Spec(int64_t limit) {
+    return GetParam().make(limit, absl::Seconds(1));
+  }
+};
+
+INSTANTIATE_TEST_SUITE_P(Algorithms, LimiterAlgorithmTest,
+                         ::testing::ValuesIn(Algorithms()),
+                         testing::ParamName());
 
 TEST(LimiterTest, HandleAndNameShareState) {
   ManualClock clock;
@@ -73,36 +87,30 @@ TEST(LimiterTest, BadHandlesAndCostsAreDeniedNotCrashes) {
   EXPECT_TRUE(a->TryAcquire(std::string("a\0b", 3)).allowed);
 }
 
-TEST(LimiterTest, CostZeroPeeksCostAboveBurstNeverFits) {
-  for (const LimitSpec& spec : EveryAlgorithm(4, absl::Seconds(1))) {
-    SCOPED_TRACE(DescribeSpec(spec));
-    auto l = Make(spec);
-    EXPECT_TRUE(l->TryAcquire("k", 3, kT0).allowed);
-    Decision peek = l->TryAcquire("k", 0, kT0);
-    EXPECT_TRUE(peek.allowed);
-    EXPECT_EQ(peek.remaining, 1);
-    EXPECT_TRUE(l->TryAcquire("k", 1, kT0).allowed);  // peek charged nothing
-    const Decision never = l->TryAcquire("k", 5, kT0 + 1000);
-    EXPECT_FALSE(never.allowed);
-    EXPECT_EQ(never.retry_after_ns, kNever);
-  }
+TEST_P(LimiterAlgorithmTest, CostZeroPeeksCostAboveBurstNeverFits) {
+  auto l = Make(Spec(4));
+  EXPECT_TRUE(l->TryAcquire("k", 3, kT0).allowed);
+  Decision peek = l->TryAcquire("k", 0, kT0);
+  EXPECT_TRUE(peek.allowed);
+  EXPECT_EQ(peek.remaining, 1);
+  EXPECT_TRUE(l->TryAcquire("k", 1, kT0).allowed);  // peek charged nothing
+  const Decision never = l->TryAcquire("k", 5, kT0 + 1000);
+  EXPECT_FALSE(never.allowed);
+  EXPECT_EQ(never.retry_after_ns, kNever);
 }
 
-TEST(LimiterTest, ClockSteppingBackMintsNothing) {
-  for (const LimitSpec& spec : EveryAlgorithm(10, absl::Seconds(1))) {
-    SCOPED_TRACE(DescribeSpec(spec));
-    auto l = Make(spec);
-    const int64_t t = kT0 + 5 * kSecond + 123;
-    EXPECT_TRUE(l->TryAcquire("k", 10, t).allowed);
-    // An hour back, then creeping forward to the original time: the spent
-    // tokens must not come back.
-    for (int64_t back = t - 3600 * kSecond; back <= t; back += 600 * kSecond) {
-      EXPECT_FALSE(l->TryAcquire("k", 1, back).allowed) << (t - back);
-    }
-    EXPECT_FALSE(l->TryAcquire("k", 1, t).allowed);
-    // Time moving on again refills as usual.
-    EXPECT_TRUE(l->TryAcquire("k", 1, t + 2 * kSecond).allowed);
+TEST_P(LimiterAlgorithmTest, ClockSteppingBackMintsNothing) {
+  auto l = Make(Spec(10));
+  const int64_t t = kT0 + 5 * kSecond + 123;
+  EXPECT_TRUE(l->TryAcquire("k", 10, t).allowed);
+  // An hour back, then creeping forward to the original time: the spent
+  // tokens must not come back.
+  for (int64_t back = t - 3600 * kSecond; back <= t; back += 600 * kSecond) {
+    EXPECT_FALSE(l->TryAcquire("k", 1, back).allowed) << (t - back);
   }
+  EXPECT_FALSE(l->TryAcquire("k", 1, t).allowed);
+  // Time moving on again refills as usual.
+  EXPECT_TRUE(l->TryAcquire("k", 1, t + 2 * kSecond).allowed);
 }
 
 TEST(LimiterTest, OnePerWeek) {
@@ -224,12 +232,11 @@ TEST(LimiterTest, AcquireOnWindowsWaitsForTheNextWindow) {
 }
 
 TEST(LimiterTest, FourBandsChargeAllOrNothing) {
-  LimitSpec spec;
-  spec.bands = {LimitSpec::TokenBucket(100, absl::Seconds(1)).bands[0],
-                LimitSpec::FixedWindow(5, absl::Seconds(10)).bands[0],
-                LimitSpec::SlidingWindowCounter(50, absl::Seconds(1)).bands[0],
-                LimitSpec::SlidingWindowLog(7, absl::Seconds(60)).bands[0]};
-  auto l = Make(spec);
+  auto l = Make(
+      testing::Composite({LimitSpec::TokenBucket(100, absl::Seconds(1)),
+                          LimitSpec::FixedWindow(5, absl::Seconds(10)),
+                          LimitSpec::SlidingWindowCounter(50, absl::Seconds(1)),
+                          LimitSpec::SlidingWindowLog(7, absl::Seconds(60))}));
   EXPECT_TRUE(l->TryAcquire("k", 5, kT0).allowed);
   Decision d = l->TryAcquire("k", 1, kT0 + 1);
   EXPECT_FALSE(d.allowed);  // the fixed window is full
@@ -241,12 +248,6 @@ TEST(LimiterTest, FourBandsChargeAllOrNothing) {
   EXPECT_FALSE(d.allowed);
   EXPECT_EQ(d.retry_after_ns, 50 * kSecond);  // the log's oldest leaves
 }
-
-}  // namespace
-}  // namespace tokenlease
-
-namespace tokenlease {
-namespace {
 
 TEST(LimiterTest, SlidingLogRunsLateCallersAtTheLatestTimeSeen) {
   // Expiry cannot be undone, so a call carrying an older time (a thread

@@ -1,7 +1,9 @@
 // Property tests: the real Limiter against the reference models of
-// reference_model.h on randomized arrival sequences with fixed seeds, plus
-// the meaning of retry_after and reset_after checked by replaying the
-// engine's history, and minimal replays of every discrepancy found.
+// testing/reference_model.h on randomized arrival sequences with fixed seeds
+// (testing/generators.h), plus the meaning of retry_after and reset_after
+// checked by replaying the engine's history, and minimal replays of every
+// discrepancy found. The randomized checks run once per spec family
+// (TEST_P over kFamilies), each family on its own seeds.
 //
 // Every failure prints the seed, the spec, the first differing call (index,
 // now_ns, cost), both decisions and the whole call trace up to it, so that a
@@ -13,14 +15,16 @@
 #include <functional>
 #include <map>
 #include <memory>
-#include <random>
+#include <ostream>
 #include <string>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
 #include "gtest/gtest.h"
-#include "reference_model.h"
+#include "testing/generators.h"
+#include "testing/reference_model.h"
+#include "testing/specs.h"
 #include "tokenlease/clock.h"
 #include "tokenlease/decision.h"
 #include "tokenlease/limiter.h"
@@ -28,6 +32,18 @@
 
 namespace tokenlease::reference {
 namespace {
+
+using testing::BandKind;
+using testing::Call;
+using testing::CallGenerator;
+using testing::kDay;
+using testing::kEpoch2026;
+using testing::kMs;
+using testing::kSecond;
+using testing::kUs;
+using testing::RandomSpec;
+using testing::Rng;
+using testing::SpecString;
 
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
 constexpr int kSequences = 40;
@@ -45,320 +61,6 @@ constexpr int kRetryChecksPerSequence = 8;
 // Failing sequences printed in full per test (all are counted); override
 // with TOKENLEASE_PROPERTY_REPORTS=<n>.
 constexpr int kReportsPerTest = 3;
-
-constexpr int64_t kUs = 1000;
-constexpr int64_t kMs = 1000 * kUs;
-constexpr int64_t kSecond = 1000 * kMs;
-constexpr int64_t kDay = 86400 * kSecond;
-// 2026-01-01T00:00:00Z (a Thursday, like the epoch: weeks align too).
-constexpr int64_t kEpoch2026 = int64_t{1767225600} * kSecond;
-
-struct Rate {
-  int64_t limit;
-  int64_t period_ns;
-  int64_t burst;  // token buckets only; 0 = limit
-};
-
-// From the extremes of the accepted ranges to odd ones.
-const Rate kRates[] = {
-    {1, 7 * kDay, 0},                   // 1 per week
-    {3, kSecond, 0},                    // emission interval 333333333.33 ns
-    {7, 100 * kMs, 0},                  // 14285714.28 ns
-    {1000000000, kSecond, 1000000000},  // 1 per ns
-    {999999937, kSecond, 0},         // prime: emission interval 1e9/999999937
-    {13, kSecond, 40},               // burst above limit
-    {2, kUs, 3},                     // shortest period
-    {int64_t{1} << 40, kSecond, 0},  // largest limit
-};
-constexpr int kRateCount = sizeof(kRates) / sizeof(kRates[0]);
-// The sliding counter counts at most 2^32 - 1 per window.
-constexpr int64_t kMaxCounterLimit = (int64_t{1} << 32) - 1;
-
-// ------------------------------------------------------------ randomness
-
-// Deterministic on every platform (no std distributions).
-class Rng {
- public:
-  explicit Rng(uint64_t seed) : gen_(seed) {}
-  // Uniform in [lo, hi] (tiny modulo bias is irrelevant here).
-  int64_t Uniform(int64_t lo, int64_t hi) {
-    if (hi <= lo) return lo;
-    const uint64_t span = static_cast<uint64_t>(hi - lo) + 1;
-    return lo + static_cast<int64_t>(gen_() % span);
-  }
-  bool Percent(int p) { return Uniform(0, 99) < p; }
-  template <typename T>
-  const T& Pick(const std::vector<T>& v) {
-    return v[static_cast<size_t>(
-        Uniform(0, static_cast<int64_t>(v.size()) - 1))];
-  }
-
- private:
-  std::mt19937_64 gen_;
-};
-
-// ------------------------------------------------------------------ specs
-
-enum class Kind {
-  kSmoothBucket,
-  kGcra,
-  kStepwise,
-  kFixedAligned,
-  kFixedFirstRequest,
-  kCounter,
-  kLogExact,
-  kLogGranular,
-  kLogBounded,
-};
-
-int64_t RandomOffset(Rng& rng, int64_t period_ns) {
-  switch (rng.Uniform(0, 4)) {
-    case 0:
-    case 1:
-      return 0;
-    case 2:
-      return -8 * 3600 * kSecond;  // calendar days in UTC+8
-    case 3:
-      return rng.Uniform(-period_ns, period_ns);
-    default:
-      return rng.Uniform(-3 * period_ns, 3 * period_ns);  // beyond one period
-  }
-}
-
-Band MakeBand(Kind kind, const Rate& rate, Rng& rng) {
-  Band b;
-  b.limit = rate.limit;
-  b.period = absl::Nanoseconds(rate.period_ns);
-  switch (kind) {
-    case Kind::kSmoothBucket:
-    case Kind::kStepwise:
-      b.algorithm = Algorithm::kTokenBucket;
-      b.refill = kind == Kind::kStepwise ? Refill::kStepwise : Refill::kSmooth;
-      b.burst = rate.burst;
-      break;
-    case Kind::kGcra:
-      b.algorithm = Algorithm::kGcra;
-      b.burst = rate.burst;
-      break;
-    case Kind::kFixedAligned:
-    case Kind::kFixedFirstRequest:
-      b.algorithm = Algorithm::kFixedWindow;
-      b.anchor = kind == Kind::kFixedFirstRequest ? WindowAnchor::kFirstRequest
-                                                  : WindowAnchor::kAligned;
-      b.window_offset = absl::Nanoseconds(RandomOffset(rng, rate.period_ns));
-      break;
-    case Kind::kCounter:
-      b.algorithm = Algorithm::kSlidingWindowCounter;
-      b.limit = std::min(rate.limit, kMaxCounterLimit);
-      b.window_offset = absl::Nanoseconds(RandomOffset(rng, rate.period_ns));
-      break;
-    case Kind::kLogExact:
-    case Kind::kLogGranular:
-    case Kind::kLogBounded:
-      b.algorithm = Algorithm::kSlidingWindowLog;
-      // The log is exact while limit <= max_log_entries (documented), and
-      // a granular log uses one entry per granule: room for every grant of
-      // a sequence (entries <= calls).
-      b.max_log_entries = 1 << 20;
-      if (kind == Kind::kLogExact) {
-        b.limit = std::min<int64_t>(b.limit, b.max_log_entries);
-      }
-      if (kind == Kind::kLogGranular) {
-        const int64_t divisors[] = {1, 2, 7, 1000, rate.period_ns};
-        const int64_t g =
-            std::max<int64_t>(1, rate.period_ns / divisors[rng.Uniform(0, 4)]);
-        b.log_granularity = absl::Nanoseconds(g);
-        b.window_offset = absl::Nanoseconds(RandomOffset(rng, rate.period_ns));
-      }
-      if (kind == Kind::kLogBounded) {
-        const int32_t sizes[] = {2, 3, 4, 8, 0 /* 256 */};
-        b.max_log_entries = sizes[rng.Uniform(0, 4)];
-      }
-      break;
-  }
-  return b;
-}
-
-LimitSpec SingleBandSpec(Kind kind, Rng& rng) {
-  LimitSpec spec;
-  spec.bands.push_back(
-      MakeBand(kind, kRates[rng.Uniform(0, kRateCount - 1)], rng));
-  return spec;
-}
-
-LimitSpec CompositeSpec(uint64_t index, Rng& rng) {
-  const auto rate = [&] { return kRates[rng.Uniform(0, kRateCount - 1)]; };
-  LimitSpec spec;
-  switch (index % 4) {
-    case 0:
-      spec.bands.push_back(MakeBand(Kind::kFixedAligned, rate(), rng));
-      spec.bands.push_back(MakeBand(Kind::kLogExact, rate(), rng));
-      break;
-    case 1:
-      spec.bands.push_back(MakeBand(Kind::kSmoothBucket, rate(), rng));
-      spec.bands.push_back(MakeBand(Kind::kFixedAligned, rate(), rng));
-      break;
-    default: {
-      const std::vector<Kind> kinds = {
-          Kind::kSmoothBucket,      Kind::kGcra,
-          Kind::kStepwise,          Kind::kFixedAligned,
-          Kind::kFixedFirstRequest, Kind::kCounter,
-          Kind::kLogExact,          Kind::kLogGranular};
-      const int n = rng.Percent(75) ? 2 : static_cast<int>(rng.Uniform(3, 4));
-      for (int i = 0; i < n; ++i) {
-        spec.bands.push_back(MakeBand(rng.Pick(kinds), rate(), rng));
-      }
-    }
-  }
-  return spec;
-}
-
-// DescribeSpec plus the fields it leaves out.
-std::string SpecString(const LimitSpec& spec) {
-  std::string out = DescribeSpec(spec);
-  for (size_t i = 0; i < spec.bands.size(); ++i) {
-    const Band& b = spec.bands[i];
-    if (b.algorithm == Algorithm::kFixedWindow &&
-        b.anchor == WindowAnchor::kFirstRequest) {
-      absl::StrAppend(&out, " [bands[", i, "].anchor=first_request]");
-    }
-    if (b.algorithm == Algorithm::kSlidingWindowLog) {
-      absl::StrAppend(&out, " [bands[", i,
-                      "].max_log_entries=", b.max_log_entries, "]");
-    }
-    if (b.window_offset != absl::ZeroDuration()) {
-      absl::StrAppend(&out, " [bands[", i, "].window_offset_ns=",
-                      absl::ToInt64Nanoseconds(b.window_offset), "]");
-    }
-  }
-  return out;
-}
-
-// ------------------------------------------------------------------ calls
-
-struct Call {
-  int64_t now;
-  int64_t cost;
-};
-
-// Random arrivals shaped by the spec's own scales: gaps of 0, a few ns,
-// about one emission interval T, about one period P, several periods,
-// small steps back, jumps to exactly the last retry_after (and 1 ns
-// before), and to window or refill boundaries (and +-1 ns).
-class CallGenerator {
- public:
-  CallGenerator(const LimitSpec& spec, uint64_t seed, bool allow_back)
-      : rng_(seed), allow_back_(allow_back) {
-    for (const Band& b : spec.bands) {
-      Shape s;
-      s.P = absl::ToInt64Nanoseconds(b.period);
-      s.T = std::max<int64_t>(1, s.P / b.limit);
-      s.O = absl::ToInt64Nanoseconds(b.window_offset);
-      const bool bucket = b.algorithm == Algorithm::kTokenBucket ||
-                          b.algorithm == Algorithm::kGcra;
-      s.cap = bucket && b.burst > 0 ? b.burst : b.limit;
-      shapes_.push_back(s);
-    }
-  }
-
-  // `last` is the decision on the previous call (null for the first).
-  Call Next(const Decision* last) {
-    const Shape& s = rng_.Pick(shapes_);
-    Call c;
-    if (!started_) {
-      c.now = FirstTime(s);
-      first_ = c.now;
-      // A key is created by its first call even if that call charges
-      // nothing (cost 0, or too big); then the clock may step back.
-      c.cost = rng_.Percent(25) ? 0 : NextCost(rng_.Pick(shapes_));
-    } else {
-      c.now = calls_ == 1 && allow_back_ && rng_.Percent(25)
-                  ? prev_.now - rng_.Uniform(1, rng_.Percent(50) ? 1000 : s.P)
-                  : NextTime(s, last);
-      c.cost = NextCost(rng_.Pick(shapes_));
-    }
-    started_ = true;
-    ++calls_;
-    prev_ = c;
-    return c;
-  }
-
- private:
-  struct Shape {
-    int64_t P, T, O, cap;
-  };
-
-  int64_t FirstTime(const Shape& s) {
-    switch (rng_.Uniform(0, 2)) {
-      case 0:
-        return kEpoch2026;
-      case 1:
-        return kEpoch2026 + rng_.Uniform(0, 7 * kDay);
-      default:  // just before a window boundary
-        return WindowStart(kEpoch2026 + rng_.Uniform(0, 7 * kDay), s.P, s.O) +
-               s.P - rng_.Uniform(0, 3);
-    }
-  }
-
-  int64_t NextTime(const Shape& s, const Decision* last) {
-    const int64_t now = prev_.now;
-    const int roll = static_cast<int>(rng_.Uniform(0, 99));
-    if (roll < 8) return now;
-    if (roll < 18) return now + rng_.Uniform(1, 10);
-    if (roll < 40) return now + rng_.Uniform(0, 2 * s.T);
-    if (roll < 47) {  // a random fraction of the whole bucket's refill time
-      const i128 span = std::min<i128>(static_cast<i128>(s.T) * s.cap, 4 * s.P);
-      return now + rng_.Uniform(0, static_cast<int64_t>(span));
-    }
-    if (roll < 57) return now + rng_.Uniform(s.P - s.P / 10, s.P + s.P / 10);
-    if (roll < 61) return now + s.P + rng_.Uniform(-1, 1);
-    if (roll < 65) return now + rng_.Uniform(2 * s.P, 5 * s.P);
-    if (roll < 72) {
-      if (!allow_back_) return now + rng_.Uniform(0, s.T);
-      const int kind = static_cast<int>(rng_.Uniform(0, 19));
-      if (kind < 10) return now - rng_.Uniform(1, 1000);
-      if (kind < 19) {
-        return now -
-               rng_.Uniform(1, std::max<int64_t>(1, std::min(s.T, s.P / 4)));
-      }
-      // Rarely a big step (an NTP step): up to two periods or 10 s.
-      return now - rng_.Uniform(1, std::max(2 * s.P, 10 * kSecond));
-    }
-    if (roll < 87 && last != nullptr && !last->allowed &&
-        last->retry_after_ns > 0) {
-      const int64_t r = last->retry_after_ns;
-      return now + (rng_.Percent(50) ? r : r - 1);
-    }
-    if (roll < 94) {  // aligned window boundary
-      return WindowStart(now, s.P, s.O) + s.P + rng_.Uniform(-1, 1);
-    }
-    // boundary of a period counted from the first call (stepwise refills,
-    // first-request windows)
-    const int64_t k = (now - first_) / s.P + 1;
-    return std::max(now, first_ + k * s.P + rng_.Uniform(-1, 1));
-  }
-
-  int64_t NextCost(const Shape& s) {
-    const int roll = static_cast<int>(rng_.Uniform(0, 99));
-    if (roll < 45) return 1;
-    if (roll < 55) return 0;
-    if (roll < 70) return rng_.Uniform(1, std::min<int64_t>(s.cap, 5));
-    if (roll < 80) return rng_.Uniform(1, s.cap);
-    if (roll < 85) return s.cap;
-    if (roll < 90) return s.cap + 1;
-    if (roll < 95) return rng_.Uniform(s.cap / 2, s.cap);
-    if (roll < 99) return rng_.Uniform(2, 3);
-    return -1;  // invalid: denied before the key is even looked up
-  }
-
-  Rng rng_;
-  bool allow_back_;
-  std::vector<Shape> shapes_;
-  bool started_ = false;
-  int calls_ = 0;
-  int64_t first_ = 0;
-  Call prev_{};
-};
 
 std::unique_ptr<Limiter> NewLimiter(const LimitSpec& spec, Clock* clock) {
   LimiterOptions options;
@@ -546,62 +248,6 @@ void RunProperty(uint64_t base, int count,
                         << " sequences differ; sequences per field:" << summary;
 }
 
-LimitSpec SpecForSeed(Kind kind, uint64_t seed) {
-  Rng rng(seed);
-  return SingleBandSpec(kind, rng);
-}
-
-void RunSingleBand(Kind kind, uint64_t base, bool bucket_cross_check = false) {
-  RunProperty(base, kSequences, [&](uint64_t seed) {
-    const LimitSpec spec = SpecForSeed(kind, seed);
-    // Odd seeds step the clock back now and then; even ones never do, and
-    // then the textbook bucket must agree as well.
-    const bool allow_back = seed % 2 == 1;
-    return RunExact(spec, seed, kCalls, allow_back,
-                    bucket_cross_check && !allow_back);
-  });
-}
-
-TEST(PropertyTest, TokenBucketSmooth) {
-  RunSingleBand(Kind::kSmoothBucket, 100000, /*bucket_cross_check=*/true);
-}
-
-TEST(PropertyTest, Gcra) {
-  RunSingleBand(Kind::kGcra, 200000, /*bucket_cross_check=*/true);
-}
-
-TEST(PropertyTest, TokenBucketStepwise) {
-  RunSingleBand(Kind::kStepwise, 300000);
-}
-
-TEST(PropertyTest, FixedWindowAligned) {
-  RunSingleBand(Kind::kFixedAligned, 400000);
-}
-
-TEST(PropertyTest, FixedWindowFirstRequest) {
-  RunSingleBand(Kind::kFixedFirstRequest, 500000);
-}
-
-TEST(PropertyTest, SlidingWindowCounter) {
-  RunSingleBand(Kind::kCounter, 600000);
-}
-
-TEST(PropertyTest, SlidingWindowLogExact) {
-  RunSingleBand(Kind::kLogExact, 700000);
-}
-
-TEST(PropertyTest, SlidingWindowLogGranular) {
-  RunSingleBand(Kind::kLogGranular, 800000);
-}
-
-TEST(PropertyTest, Composite) {
-  RunProperty(900000, kSequences, [](uint64_t seed) {
-    Rng rng(seed);
-    const LimitSpec spec = CompositeSpec(seed, rng);
-    return RunExact(spec, seed, kCalls, seed % 2 == 1, false);
-  });
-}
-
 // A bounded log (limit > max_log_entries) records each grant at the end of
 // its quantum q = period / max_log_entries, "so a token counts for at most
 // one quantum longer than exact: stricter, never looser" (spec.h). Fed the
@@ -686,9 +332,72 @@ SequenceOutcome RunBoundedLog(const LimitSpec& spec, uint64_t seed, int calls) {
   return out;
 }
 
-TEST(PropertyTest, SlidingWindowLogBounded) {
-  RunProperty(1000000, kSequences, [](uint64_t seed) {
-    return RunBoundedLog(SpecForSeed(Kind::kLogBounded, seed), seed, kCalls);
+// A family of random specs and the first seed of each randomized check.
+struct Family {
+  std::string name;
+  std::function<LimitSpec(uint64_t seed)> spec;
+  uint64_t exact_base;  // MatchesTheReferenceModel
+  uint64_t retry_base;  // RetryAfterIsTheFirstFit
+  uint64_t reset_base;  // ResetAfterIsTheInitialState
+  // Even seeds (no clock steps back) also check the textbook bucket.
+  bool bucket_cross_check = false;
+  // The engine's log may be up to one quantum stricter than exact: checked
+  // between two exact logs (RunBoundedLog) instead of against one.
+  bool bounded_log = false;
+};
+
+void PrintTo(const Family& f, std::ostream* os) { *os << f.name; }
+
+Family Single(std::string name, BandKind kind, uint64_t exact, uint64_t retry,
+              uint64_t reset, bool bucket_cross_check = false) {
+  return {std::move(name),
+          [kind](uint64_t seed) { return RandomSpec(kind, seed); },
+          exact,
+          retry,
+          reset,
+          bucket_cross_check,
+          /*bounded_log=*/kind == BandKind::kLogBounded};
+}
+
+std::vector<Family> Families() {
+  return {
+      Single("TokenBucketSmooth", BandKind::kSmoothBucket, 100000, 1100000,
+             2100000, /*bucket_cross_check=*/true),
+      Single("Gcra", BandKind::kGcra, 200000, 1200000, 2200000,
+             /*bucket_cross_check=*/true),
+      Single("TokenBucketStepwise", BandKind::kStepwise, 300000, 1300000,
+             2300000),
+      Single("FixedWindowAligned", BandKind::kFixedAligned, 400000, 1400000,
+             2400000),
+      Single("FixedWindowFirstRequest", BandKind::kFixedFirstRequest, 500000,
+             1500000, 2500000),
+      Single("SlidingWindowCounter", BandKind::kCounter, 600000, 1600000,
+             2600000),
+      Single("SlidingWindowLogExact", BandKind::kLogExact, 700000, 1700000,
+             2700000),
+      Single("SlidingWindowLogGranular", BandKind::kLogGranular, 800000,
+             1800000, 2800000),
+      Single("SlidingWindowLogBounded", BandKind::kLogBounded, 1000000, 1900000,
+             2900000),
+      {"Composite", testing::RandomComposite, 900000, 2000000, 3000000},
+  };
+}
+
+class PropertyTest : public ::testing::TestWithParam<Family> {};
+
+INSTANTIATE_TEST_SUITE_P(Families, PropertyTest,
+                         ::testing::ValuesIn(Families()), testing::ParamName());
+
+TEST_P(PropertyTest, MatchesTheReferenceModel) {
+  const Family& f = GetParam();
+  RunProperty(f.exact_base, kSequences, [&](uint64_t seed) {
+    const LimitSpec spec = f.spec(seed);
+    if (f.bounded_log) return RunBoundedLog(spec, seed, kCalls);
+    // Odd seeds step the clock back now and then; even ones never do, and
+    // then the textbook bucket must agree as well.
+    const bool allow_back = seed % 2 == 1;
+    return RunExact(spec, seed, kCalls, allow_back,
+                    f.bucket_cross_check && !allow_back);
   });
 }
 
@@ -718,6 +427,14 @@ std::vector<Decision> ExpectSameAsModel(const LimitSpec& spec,
     out.push_back(engine);
   }
   return out;
+}
+
+// A fixed window of 10 per minute and a stepwise bucket of 3 per second
+// (burst 8).
+LimitSpec WindowAndStepwiseBucket() {
+  return testing::Composite(
+      {LimitSpec::FixedWindow(10, absl::Minutes(1)),
+       LimitSpec::TokenBucket(3, absl::Seconds(1), 8, Refill::kStepwise)});
 }
 
 // 2026-01-01T00:00:00.5Z: mid-window for every period that divides 1 s.
@@ -754,10 +471,7 @@ TEST(PropertyReplayTest, GranularLogResetCountsFromGranuleStart) {
 TEST(PropertyReplayTest, CompositeDenialReportsUnchargedRemaining) {
   // Window 10/min holds 5; stepwise bucket 3/s (burst 8) holds 3. Cost 4
   // fits the window but not the bucket: remaining = min(10 - 5, 3) = 3.
-  LimitSpec spec = LimitSpec::FixedWindow(10, absl::Minutes(1));
-  spec.bands.push_back(
-      LimitSpec::TokenBucket(3, absl::Seconds(1), 8, Refill::kStepwise)
-          .bands[0]);
+  const LimitSpec spec = WindowAndStepwiseBucket();
   const std::vector<Decision> d =
       ExpectSameAsModel(spec, {{kEpoch2026, 5}, {kEpoch2026, 4}});
   ASSERT_EQ(d.size(), 2u);
@@ -768,8 +482,9 @@ TEST(PropertyReplayTest, CompositeDenialReportsUnchargedRemaining) {
 TEST(PropertyReplayTest, CompositeDenialReportsUnchargedReset) {
   // GCRA 10^9/s would admit 4, the weekly window never admits 4: nothing is
   // charged, the new key is still at its initial state, reset_after 0.
-  LimitSpec spec = LimitSpec::Gcra(1000000000, absl::Seconds(1));
-  spec.bands.push_back(LimitSpec::FixedWindow(1, absl::Hours(7 * 24)).bands[0]);
+  const LimitSpec spec =
+      testing::Composite({LimitSpec::Gcra(1000000000, absl::Seconds(1)),
+                          LimitSpec::FixedWindow(1, absl::Hours(7 * 24))});
   const std::vector<Decision> d = ExpectSameAsModel(spec, {{kMid, 4}});
   ASSERT_EQ(d.size(), 1u);
   EXPECT_FALSE(d[0].allowed);
@@ -951,11 +666,7 @@ TEST(PropertyModelTest, KnownAnswers) {
      // its uncharged remaining. Window 10/min holds 5; stepwise bucket 3/s
      // burst 8 holds 3; cost 4 fits the window (would leave 1) but not the
      // bucket: remaining = min(10 - 5, 3) = 3.
-    LimitSpec spec = LimitSpec::FixedWindow(10, absl::Minutes(1));
-    spec.bands.push_back(
-        LimitSpec::TokenBucket(3, absl::Seconds(1), 8, Refill::kStepwise)
-            .bands[0]);
-    ReferenceLimiter m(spec);
+    ReferenceLimiter m(WindowAndStepwiseBucket());
     EXPECT_TRUE(m.Call(t0, 5).allowed);
     const Decision d = m.Call(t0, 4);
     EXPECT_FALSE(d.allowed);
@@ -968,7 +679,7 @@ TEST(PropertyModelTest, KnownAnswers) {
 // The textbook bucket and the GCRA model agree on non-decreasing times.
 TEST(PropertyModelTest, SmoothBucketMatchesGcra) {
   for (uint64_t seed = 1; seed <= 100; ++seed) {
-    const LimitSpec spec = SpecForSeed(Kind::kGcra, seed);
+    const LimitSpec spec = RandomSpec(BandKind::kGcra, seed);
     ReferenceLimiter gcra(spec);
     ReferenceLimiter bucket(spec, true);
     CallGenerator gen(spec, seed, /*allow_back=*/false);
@@ -1024,97 +735,123 @@ Decision ReplayThen(const LimitSpec& spec, const std::vector<Call>& calls,
   return limiter->TryAcquire(kKey, cost, at);
 }
 
-// For denied requests: after the same history (including the denial), the
-// same request at now + retry_after is admitted and at now + retry_after - 1
-// is denied; with kNever it is denied even 20 years later. Reports the first
-// failure of each kind (one kind does not hide another).
-SequenceOutcome CheckRetryMeaning(const LimitSpec& spec, uint64_t seed) {
-  SequenceOutcome out;
+// A history to replay: kRetryCalls generated calls (odd seeds step the
+// clock back) and the engine's decision on each.
+struct History {
+  std::vector<Call> trace;
+  std::vector<Decision> decisions;
+};
+
+// False if the limiter cannot be created (already a test failure).
+bool MakeHistory(const LimitSpec& spec, uint64_t seed, uint64_t salt,
+                 History* h) {
   ManualClock clock;
   std::unique_ptr<Limiter> limiter = NewLimiter(spec, &clock);
-  if (limiter == nullptr) return out;
-  CallGenerator gen(spec, seed * 0x9E3779B97F4A7C15ull + 7, seed % 2 == 1);
-  Rng pick(seed);
-  std::vector<Call> trace;
-  std::vector<int> denied;
-  std::vector<Decision> decisions;
+  if (limiter == nullptr) return false;
+  CallGenerator gen(spec, seed * 0x9E3779B97F4A7C15ull + salt, seed % 2 == 1);
   for (int i = 0; i < kRetryCalls; ++i) {
-    const Call c = gen.Next(i == 0 ? nullptr : &decisions.back());
-    trace.push_back(c);
-    decisions.push_back(limiter->TryAcquire(kKey, c.cost, c.now));
-    if (!decisions.back().allowed && c.cost >= 0) denied.push_back(i);
+    const Call c = gen.Next(i == 0 ? nullptr : &h->decisions.back());
+    h->trace.push_back(c);
+    h->decisions.push_back(limiter->TryAcquire(kKey, c.cost, c.now));
   }
-  // Check a random subset of the denials (each check replays the history).
-  while (static_cast<int>(denied.size()) > kRetryChecksPerSequence) {
-    denied.erase(denied.begin() + pick.Uniform(0, denied.size() - 1));
+  return true;
+}
+
+// A random subset of kRetryChecksPerSequence of `calls` (each check replays
+// the history).
+std::vector<int> Subset(std::vector<int> calls, Rng pick) {
+  while (static_cast<int>(calls.size()) > kRetryChecksPerSequence) {
+    calls.erase(calls.begin() + pick.Uniform(0, calls.size() - 1));
   }
-  std::string details;
-  int last_index = -1;
-  const auto fail = [&](const std::string& kind, const std::string& what, int i,
-                        const Decision& got) {
-    if (std::find(out.fields.begin(), out.fields.end(), kind) !=
-        out.fields.end()) {
+  return calls;
+}
+
+// The first failure of each kind in one sequence (one kind does not hide
+// another), as a SequenceOutcome.
+class Failures {
+ public:
+  // `role` names the checked call in reports ("denied", "after").
+  Failures(const History& h, const char* role) : h_(h), role_(role) {}
+
+  void Add(const std::string& kind, const std::string& what, int i,
+           const Decision& got) {
+    if (std::find(out_.fields.begin(), out_.fields.end(), kind) !=
+        out_.fields.end()) {
       return;
     }
-    out.fields.push_back(kind);
-    last_index = std::max(last_index, i);
-    absl::StrAppend(&details, "  ", what, "\n    denied ",
-                    CallString(i, trace[i]),
-                    "\n    decision: ", DecisionToString(decisions[i]),
+    out_.fields.push_back(kind);
+    last_index_ = std::max(last_index_, i);
+    absl::StrAppend(&details_, "  ", what, "\n    ", role_, " ",
+                    CallString(i, h_.trace[i]),
+                    "\n    decision: ", DecisionToString(h_.decisions[i]),
                     "\n    replayed: ", DecisionToString(got), "\n");
-  };
-  for (int i : denied) {
-    const Call& c = trace[i];
-    const Decision& d = decisions[i];
+  }
+
+  SequenceOutcome Outcome(const LimitSpec& spec, uint64_t seed) {
+    if (!out_.fields.empty()) {
+      out_.report =
+          absl::StrCat("seed=", seed, " spec=\"", SpecString(spec), "\"\n",
+                       details_, TraceString(h_.trace, last_index_));
+    }
+    return out_;
+  }
+
+ private:
+  const History& h_;
+  const char* role_;
+  SequenceOutcome out_;
+  std::string details_;
+  int last_index_ = -1;
+};
+
+// For denied requests: after the same history (including the denial), the
+// same request at now + retry_after is admitted and at now + retry_after - 1
+// is denied; with kNever it is denied even 20 years later.
+SequenceOutcome CheckRetryMeaning(const LimitSpec& spec, uint64_t seed) {
+  History h;
+  if (!MakeHistory(spec, seed, 7, &h)) return {};
+  std::vector<int> denied;
+  for (int i = 0; i < kRetryCalls; ++i) {
+    if (!h.decisions[i].allowed && h.trace[i].cost >= 0) denied.push_back(i);
+  }
+  Failures failures(h, "denied");
+  for (int i : Subset(denied, Rng(seed))) {
+    const Call& c = h.trace[i];
+    const Decision& d = h.decisions[i];
     if (d.retry_after_ns == kNever) {
       const Decision later =
-          ReplayThen(spec, trace, i, c.now + 20 * 366 * kDay, c.cost);
+          ReplayThen(spec, h.trace, i, c.now + 20 * 366 * kDay, c.cost);
       if (later.allowed) {
-        fail("kNever-but-admitted",
-             "retry_after is kNever but the request is admitted 20 years "
-             "later",
-             i, later);
+        failures.Add("kNever-but-admitted",
+                     "retry_after is kNever but the request is admitted 20 "
+                     "years later",
+                     i, later);
       }
       continue;
     }
     if (d.retry_after_ns <= 0) {
-      fail("retry<=0", "denied with retry_after_ns <= 0", i, d);
+      failures.Add("retry<=0", "denied with retry_after_ns <= 0", i, d);
       continue;
     }
     const Decision at =
-        ReplayThen(spec, trace, i, c.now + d.retry_after_ns, c.cost);
+        ReplayThen(spec, h.trace, i, c.now + d.retry_after_ns, c.cost);
     if (!at.allowed) {
-      fail("denied-at-retry",
-           absl::StrCat("not admitted at now + retry_after (now_ns=",
-                        c.now + d.retry_after_ns, ")"),
-           i, at);
+      failures.Add("denied-at-retry",
+                   absl::StrCat("not admitted at now + retry_after (now_ns=",
+                                c.now + d.retry_after_ns, ")"),
+                   i, at);
     }
     const Decision before =
-        ReplayThen(spec, trace, i, c.now + d.retry_after_ns - 1, c.cost);
+        ReplayThen(spec, h.trace, i, c.now + d.retry_after_ns - 1, c.cost);
     if (before.allowed) {
-      fail("admitted-before-retry",
-           absl::StrCat("already admitted at now + retry_after - 1 (now_ns=",
-                        c.now + d.retry_after_ns - 1, ")"),
-           i, before);
+      failures.Add(
+          "admitted-before-retry",
+          absl::StrCat("already admitted at now + retry_after - 1 (now_ns=",
+                       c.now + d.retry_after_ns - 1, ")"),
+          i, before);
     }
   }
-  if (!out.fields.empty()) {
-    out.report = absl::StrCat("seed=", seed, " spec=\"", SpecString(spec),
-                              "\"\n", details, TraceString(trace, last_index));
-  }
-  return out;
-}
-
-void RunRetryMeaning(uint64_t base,
-                     const std::function<LimitSpec(uint64_t)>& make_spec) {
-  RunProperty(base, kRetrySequences, [&](uint64_t seed) {
-    return CheckRetryMeaning(make_spec(seed), seed);
-  });
-}
-
-void RunRetryMeaning(Kind kind, uint64_t base) {
-  RunRetryMeaning(base,
-                  [kind](uint64_t seed) { return SpecForSeed(kind, seed); });
+  return failures.Outcome(spec, seed);
 }
 
 // reset_after: after the same history (including the call), at now +
@@ -1122,153 +859,61 @@ void RunRetryMeaning(Kind kind, uint64_t base) {
 // smallest band capacity is admitted; for a single band, 1 ns earlier a
 // request of its whole capacity is not (unless reset_after is 0).
 SequenceOutcome CheckResetMeaning(const LimitSpec& spec, uint64_t seed) {
-  SequenceOutcome out;
-  ManualClock clock;
-  std::unique_ptr<Limiter> limiter = NewLimiter(spec, &clock);
-  if (limiter == nullptr) return out;
+  History h;
+  if (!MakeHistory(spec, seed, 11, &h)) return {};
   int64_t capacity = INT64_MAX;
   for (const Band& b : spec.bands) {
     const bool bucket = b.algorithm == Algorithm::kTokenBucket ||
                         b.algorithm == Algorithm::kGcra;
     capacity = std::min(capacity, bucket && b.burst > 0 ? b.burst : b.limit);
   }
-  CallGenerator gen(spec, seed * 0x9E3779B97F4A7C15ull + 11, seed % 2 == 1);
-  Rng pick(seed + 1);
-  std::vector<Call> trace;
-  std::vector<Decision> decisions;
-  std::vector<int> checked;
+  std::vector<int> valid;
   for (int i = 0; i < kRetryCalls; ++i) {
-    const Call c = gen.Next(i == 0 ? nullptr : &decisions.back());
-    trace.push_back(c);
-    decisions.push_back(limiter->TryAcquire(kKey, c.cost, c.now));
-    if (c.cost >= 0) checked.push_back(i);
+    if (h.trace[i].cost >= 0) valid.push_back(i);
   }
-  while (static_cast<int>(checked.size()) > kRetryChecksPerSequence) {
-    checked.erase(checked.begin() + pick.Uniform(0, checked.size() - 1));
-  }
-  std::string details;
-  int last_index = -1;
-  const auto fail = [&](const std::string& kind, const std::string& what, int i,
-                        const Decision& got) {
-    if (std::find(out.fields.begin(), out.fields.end(), kind) !=
-        out.fields.end()) {
-      return;
-    }
-    out.fields.push_back(kind);
-    last_index = std::max(last_index, i);
-    absl::StrAppend(&details, "  ", what, "\n    after ",
-                    CallString(i, trace[i]),
-                    "\n    decision: ", DecisionToString(decisions[i]),
-                    "\n    replayed: ", DecisionToString(got), "\n");
-  };
-  for (int i : checked) {
-    const Call& c = trace[i];
-    const int64_t r = decisions[i].reset_after_ns;
+  Failures failures(h, "after");
+  for (int i : Subset(valid, Rng(seed + 1))) {
+    const Call& c = h.trace[i];
+    const int64_t r = h.decisions[i].reset_after_ns;
     if (r < 0) {
-      fail("reset<0", "reset_after_ns < 0", i, decisions[i]);
+      failures.Add("reset<0", "reset_after_ns < 0", i, h.decisions[i]);
       continue;
     }
-    const Decision at = ReplayThen(spec, trace, i, c.now + r, capacity);
+    const Decision at = ReplayThen(spec, h.trace, i, c.now + r, capacity);
     if (!at.allowed) {
-      fail("not-reset-at-reset",
-           absl::StrCat("a request of the capacity (", capacity,
-                        ") is denied at now + reset_after (now_ns=", c.now + r,
-                        ")"),
-           i, at);
+      failures.Add("not-reset-at-reset",
+                   absl::StrCat("a request of the capacity (", capacity,
+                                ") is denied at now + reset_after (now_ns=",
+                                c.now + r, ")"),
+                   i, at);
     }
     if (spec.bands.size() == 1 && r > 0) {
       const Decision before =
-          ReplayThen(spec, trace, i, c.now + r - 1, capacity);
+          ReplayThen(spec, h.trace, i, c.now + r - 1, capacity);
       if (before.allowed) {
-        fail("reset-before-reset",
-             absl::StrCat("a request of the capacity (", capacity,
-                          ") is already admitted at now + reset_after - 1 "
-                          "(now_ns=",
-                          c.now + r - 1, ")"),
-             i, before);
+        failures.Add("reset-before-reset",
+                     absl::StrCat("a request of the capacity (", capacity,
+                                  ") is already admitted at now + "
+                                  "reset_after - 1 (now_ns=",
+                                  c.now + r - 1, ")"),
+                     i, before);
       }
     }
   }
-  if (!out.fields.empty()) {
-    out.report = absl::StrCat("seed=", seed, " spec=\"", SpecString(spec),
-                              "\"\n", details, TraceString(trace, last_index));
-  }
-  return out;
+  return failures.Outcome(spec, seed);
 }
 
-void RunResetMeaning(uint64_t base,
-                     const std::function<LimitSpec(uint64_t)>& make_spec) {
-  RunProperty(base, kRetrySequences, [&](uint64_t seed) {
-    return CheckResetMeaning(make_spec(seed), seed);
+TEST_P(PropertyTest, RetryAfterIsTheFirstFit) {
+  const Family& f = GetParam();
+  RunProperty(f.retry_base, kRetrySequences, [&](uint64_t seed) {
+    return CheckRetryMeaning(f.spec(seed), seed);
   });
 }
 
-void RunResetMeaning(Kind kind, uint64_t base) {
-  RunResetMeaning(base,
-                  [kind](uint64_t seed) { return SpecForSeed(kind, seed); });
-}
-
-TEST(PropertyResetAfterTest, TokenBucketSmooth) {
-  RunResetMeaning(Kind::kSmoothBucket, 2100000);
-}
-TEST(PropertyResetAfterTest, Gcra) { RunResetMeaning(Kind::kGcra, 2200000); }
-TEST(PropertyResetAfterTest, TokenBucketStepwise) {
-  RunResetMeaning(Kind::kStepwise, 2300000);
-}
-TEST(PropertyResetAfterTest, FixedWindowAligned) {
-  RunResetMeaning(Kind::kFixedAligned, 2400000);
-}
-TEST(PropertyResetAfterTest, FixedWindowFirstRequest) {
-  RunResetMeaning(Kind::kFixedFirstRequest, 2500000);
-}
-TEST(PropertyResetAfterTest, SlidingWindowCounter) {
-  RunResetMeaning(Kind::kCounter, 2600000);
-}
-TEST(PropertyResetAfterTest, SlidingWindowLog) {
-  RunResetMeaning(Kind::kLogExact, 2700000);
-}
-TEST(PropertyResetAfterTest, SlidingWindowLogGranular) {
-  RunResetMeaning(Kind::kLogGranular, 2800000);
-}
-TEST(PropertyResetAfterTest, SlidingWindowLogBounded) {
-  RunResetMeaning(Kind::kLogBounded, 2900000);
-}
-TEST(PropertyResetAfterTest, Composite) {
-  RunResetMeaning(3000000, [](uint64_t seed) {
-    Rng rng(seed);
-    return CompositeSpec(seed, rng);
-  });
-}
-
-TEST(RetryAfterTest, TokenBucketSmooth) {
-  RunRetryMeaning(Kind::kSmoothBucket, 1100000);
-}
-TEST(RetryAfterTest, Gcra) { RunRetryMeaning(Kind::kGcra, 1200000); }
-TEST(RetryAfterTest, TokenBucketStepwise) {
-  RunRetryMeaning(Kind::kStepwise, 1300000);
-}
-TEST(RetryAfterTest, FixedWindowAligned) {
-  RunRetryMeaning(Kind::kFixedAligned, 1400000);
-}
-TEST(RetryAfterTest, FixedWindowFirstRequest) {
-  RunRetryMeaning(Kind::kFixedFirstRequest, 1500000);
-}
-TEST(RetryAfterTest, SlidingWindowCounter) {
-  RunRetryMeaning(Kind::kCounter, 1600000);
-}
-TEST(RetryAfterTest, SlidingWindowLog) {
-  RunRetryMeaning(Kind::kLogExact, 1700000);
-}
-TEST(RetryAfterTest, SlidingWindowLogGranular) {
-  RunRetryMeaning(Kind::kLogGranular, 1800000);
-}
-TEST(RetryAfterTest, SlidingWindowLogBounded) {
-  RunRetryMeaning(Kind::kLogBounded, 1900000);
-}
-TEST(RetryAfterTest, Composite) {
-  RunRetryMeaning(2000000, [](uint64_t seed) {
-    Rng rng(seed);
-    return CompositeSpec(seed, rng);
+TEST_P(PropertyTest, ResetAfterIsTheInitialState) {
+  const Family& f = GetParam();
+  RunProperty(f.reset_base, kRetrySequences, [&](uint64_t seed) {
+    return CheckResetMeaning(f.spec(seed), seed);
   });
 }
 

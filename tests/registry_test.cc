@@ -9,6 +9,7 @@
 #include "absl/strings/str_format.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "testing/specs.h"
 #include "tokenlease/tokenlease.h"
 
 namespace tokenlease {
@@ -22,68 +23,75 @@ std::unique_ptr<Limiter> Make(const LimitSpec& spec, LimiterOptions o) {
   return std::move(*l);
 }
 
-TEST(RegistryTest, EvictsOnlyKeysBackAtTheirInitialState) {
-  ManualClock clock;
-  auto l =
-      Make(LimitSpec::TokenBucket(10, absl::Seconds(1)), {.clock = &clock});
+// A token bucket of 10 per second on a manual clock.
+class RegistryTest : public ::testing::Test {
+ protected:
+  std::unique_ptr<Limiter> MakeBucket(LimiterOptions o = {}) {
+    o.clock = &clock_;
+    return Make(LimitSpec::TokenBucket(10, absl::Seconds(1)), o);
+  }
+
+  ManualClock clock_;
+};
+
+TEST_F(RegistryTest, EvictsOnlyKeysBackAtTheirInitialState) {
+  auto l = MakeBucket();
   for (int i = 0; i < 100; ++i) l->TryAcquire(absl::StrCat("k", i), 1 + i % 10);
   EXPECT_EQ(l->key_count(), 100);
-  EXPECT_EQ(l->EvictIdle(), 0);            // every bucket is still refilling
-  clock.Advance(absl::Milliseconds(550));  // buckets with cost <= 5 are full
+  EXPECT_EQ(l->EvictIdle(), 0);             // every bucket is still refilling
+  clock_.Advance(absl::Milliseconds(550));  // buckets with cost <= 5 are full
   EXPECT_EQ(l->EvictIdle(), 50);
   // An evicted key comes back full, exactly as if it had been kept.
   EXPECT_EQ(l->TryAcquire("k0", 0).remaining, 10);
   // Keys that were not idle kept their state.
   EXPECT_EQ(l->TryAcquire("k9", 0).remaining, 5);
-  clock.Advance(absl::Seconds(1));
+  clock_.Advance(absl::Seconds(1));
   EXPECT_EQ(l->EvictIdle(), 51);
   EXPECT_EQ(l->key_count(), 0);
 }
 
-TEST(RegistryTest, EveryAlgorithmBecomesIdle) {
-  LimitSpec composite = LimitSpec::FixedWindow(3, absl::Seconds(1));
-  composite.bands.push_back(
-      LimitSpec::SlidingWindowLog(3, absl::Seconds(2)).bands[0]);
-  for (const LimitSpec& spec :
-       {LimitSpec::TokenBucket(3, absl::Seconds(1)),
-        LimitSpec::TokenBucket(3, absl::Seconds(1), 0, Refill::kStepwise),
-        LimitSpec::Gcra(3, absl::Seconds(1)),
-        LimitSpec::FixedWindow(3, absl::Seconds(1)),
-        LimitSpec::SlidingWindowCounter(3, absl::Seconds(1)),
-        LimitSpec::SlidingWindowLog(3, absl::Seconds(1)), composite}) {
-    SCOPED_TRACE(DescribeSpec(spec));
-    ManualClock clock;
-    auto l = Make(spec, {.clock = &clock});
-    ASSERT_TRUE(l->TryAcquire("k", 2).allowed);
-    EXPECT_EQ(l->EvictIdle(), 0);
-    clock.Advance(absl::Milliseconds(300));
-    EXPECT_EQ(l->EvictIdle(), 0);
-    clock.Advance(absl::Seconds(3));
-    EXPECT_EQ(l->EvictIdle(), 1);
-  }
+// Every algorithm at 3 per second; the composite's log holds keys for 2 s.
+std::vector<testing::NamedSpec> IdleCases() {
+  std::vector<testing::NamedSpec> out =
+      testing::EverySingleBand(3, absl::Seconds(1));
+  out.push_back(
+      {"composite",
+       testing::Composite({LimitSpec::FixedWindow(3, absl::Seconds(1)),
+                           LimitSpec::SlidingWindowLog(3, absl::Seconds(2))})});
+  return out;
 }
 
-TEST(RegistryTest, HandlesPinTheirKey) {
+class RegistryIdleTest : public ::testing::TestWithParam<testing::NamedSpec> {};
+
+INSTANTIATE_TEST_SUITE_P(Algorithms, RegistryIdleTest,
+                         ::testing::ValuesIn(IdleCases()),
+                         testing::ParamName());
+
+TEST_P(RegistryIdleTest, EveryAlgorithmBecomesIdle) {
   ManualClock clock;
-  auto l =
-      Make(LimitSpec::TokenBucket(10, absl::Seconds(1)), {.clock = &clock});
+  auto l = Make(GetParam().spec, {.clock = &clock});
+  ASSERT_TRUE(l->TryAcquire("k", 2).allowed);
+  EXPECT_EQ(l->EvictIdle(), 0);
+  clock.Advance(absl::Milliseconds(300));
+  EXPECT_EQ(l->EvictIdle(), 0);
+  clock.Advance(absl::Seconds(3));
+  EXPECT_EQ(l->EvictIdle(), 1);
+}
+
+TEST_F(RegistryTest, HandlesPinTheirKey) {
+  auto l = MakeBucket();
   {
     auto h = l->Resolve("pinned");
     ASSERT_TRUE(h.ok());
     EXPECT_EQ(l->EvictIdle(), 0);  // idle, but pinned
     EXPECT_TRUE(l->TryAcquire(*h).allowed);
   }
-  clock.Advance(absl::Seconds(1));
+  clock_.Advance(absl::Seconds(1));
   EXPECT_EQ(l->EvictIdle(), 1);
 }
 
-TEST(RegistryTest, MaxKeysDeniesNewKeysUntilOneIsIdle) {
-  ManualClock clock;
-  LimiterOptions o;
-  o.clock = &clock;
-  o.max_keys = 8;
-  o.shards = 2;
-  auto l = Make(LimitSpec::TokenBucket(10, absl::Seconds(1)), o);
+TEST_F(RegistryTest, MaxKeysDeniesNewKeysUntilOneIsIdle) {
+  auto l = MakeBucket({.max_keys = 8, .shards = 2});
   for (int i = 0; i < 8; ++i) {
     ASSERT_TRUE(l->TryAcquire(absl::StrCat("k", i)).allowed);
   }
@@ -97,22 +105,18 @@ TEST(RegistryTest, MaxKeysDeniesNewKeysUntilOneIsIdle) {
   // Existing keys still work.
   EXPECT_TRUE(l->TryAcquire("k3").allowed);
   // Once buckets refill, the new key reclaims an idle one by itself.
-  clock.Advance(absl::Seconds(1));
+  clock_.Advance(absl::Seconds(1));
   d = l->TryAcquire("one-too-many");
   EXPECT_TRUE(d.allowed);
   EXPECT_EQ(d.source, DecisionSource::kLocal);
   EXPECT_LE(l->key_count(), 8);
 }
 
-TEST(RegistryTest, GrowthSweepsIdleKeysWithoutBeingAsked) {
-  ManualClock clock;
-  LimiterOptions o;
-  o.clock = &clock;
-  o.shards = 1;
-  auto l = Make(LimitSpec::TokenBucket(10, absl::Seconds(1)), o);
+TEST_F(RegistryTest, GrowthSweepsIdleKeysWithoutBeingAsked) {
+  auto l = MakeBucket({.shards = 1});
   for (int round = 0; round < 50; ++round) {
     for (int i = 0; i < 100; ++i) l->TryAcquire(absl::StrCat(round, ":", i));
-    clock.Advance(absl::Seconds(1));
+    clock_.Advance(absl::Seconds(1));
   }
   // 5000 keys were used, but earlier rounds' keys were idle when the shard
   // grew, so they were swept as it went.
@@ -122,14 +126,13 @@ TEST(RegistryTest, GrowthSweepsIdleKeysWithoutBeingAsked) {
 // Measures heap bytes per registered key (single-band, 32-byte names) and
 // prints them for docs/design.md. Asserts a generous ceiling so a layout
 // regression shows up.
-TEST(RegistryTest, BytesPerKey) {
+TEST_F(RegistryTest, BytesPerKey) {
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
   GTEST_SKIP() << "sanitizer allocators change the numbers";
 #endif
   constexpr int kKeys = 200'000;
-  ManualClock clock;  // frozen: no key turns idle and gets swept
-  auto l = Make(LimitSpec::TokenBucket(10, absl::Seconds(1)),
-                {.clock = &clock, .max_keys = kKeys * 2});
+  // The clock stays frozen: no key turns idle and gets swept.
+  auto l = MakeBucket({.max_keys = kKeys * 2});
   std::vector<std::string> names;
   for (int i = 0; i < kKeys; ++i) names.push_back(absl::StrFormat("%032d", i));
   // In-use heap bytes, including chunks served by mmap (large tables).

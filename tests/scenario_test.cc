@@ -1,15 +1,20 @@
 // One test per scenario of shared/reference/seed-algorithms.md, replayed on
 // the local engine with explicit times.
-#include <algorithm>
 #include <cstdint>
-#include <deque>
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "testing/scenarios.h"
+#include "testing/specs.h"
 #include "tokenlease/tokenlease.h"
 
 namespace tokenlease {
 namespace {
+
+using testing::CountIn;
+using testing::DailyAndWeeklyQuota;
+using testing::DoubleBurstArrivals;
+using testing::MaxInAnySpan;
 
 constexpr int64_t kSecond = 1'000'000'000;
 constexpr int64_t kHour = 3600 * kSecond;
@@ -23,31 +28,6 @@ std::unique_ptr<Limiter> Make(const LimitSpec& spec) {
   return std::move(*l);
 }
 
-// Largest number of admitted requests inside any half-open span of `span`.
-int64_t MaxInAnySpan(std::vector<int64_t> times, int64_t span) {
-  std::sort(times.begin(), times.end());
-  int64_t best = 0;
-  size_t lo = 0;
-  for (size_t hi = 0; hi < times.size(); ++hi) {
-    while (times[hi] - times[lo] >= span) ++lo;
-    best = std::max<int64_t>(best, hi - lo + 1);
-  }
-  return best;
-}
-
-// Seconds 1..5 of the seed's scenario: n requests spread evenly in each.
-std::vector<int64_t> DoubleBurstArrivals() {
-  const int per_second[] = {10, 10, 980, 900, 100};
-  std::vector<int64_t> t;
-  for (int s = 0; s < 5; ++s) {
-    for (int i = 0; i < per_second[s]; ++i) {
-      t.push_back(kT0 + s * kSecond +
-                  (2 * i + 1) * kSecond / (2 * per_second[s]));
-    }
-  }
-  return t;
-}
-
 std::vector<int64_t> Admitted(Limiter& l,
                               const std::vector<int64_t>& arrivals) {
   std::vector<int64_t> out;
@@ -59,7 +39,8 @@ std::vector<int64_t> Admitted(Limiter& l,
 
 TEST(SeedScenario, FixedWindowLetsTwiceTheLimitThroughAcrossABoundary) {
   auto l = Make(LimitSpec::FixedWindow(1000, absl::Seconds(3)));
-  const std::vector<int64_t> ok = Admitted(*l, DoubleBurstArrivals());
+  const std::vector<int64_t> ok =
+      Admitted(*l, DoubleBurstArrivals(kT0, kSecond));
   EXPECT_EQ(ok.size(), 2000u);  // 1000 in each aligned window
   EXPECT_EQ(MaxInAnySpan(ok, 3 * kSecond), 1980);  // 980 + 900 + 100
 }
@@ -81,7 +62,8 @@ TEST(SeedScenario, SlidingLogHoldsTheLimitInEveryWindow) {
   LimitSpec spec = LimitSpec::SlidingWindowLog(1000, absl::Seconds(3));
   spec.bands[0].max_log_entries = 1000;  // one entry per grant: exact
   auto l = Make(spec);
-  const std::vector<int64_t> ok = Admitted(*l, DoubleBurstArrivals());
+  const std::vector<int64_t> ok =
+      Admitted(*l, DoubleBurstArrivals(kT0, kSecond));
   EXPECT_LE(MaxInAnySpan(ok, 3 * kSecond), 1000);
   // The first 1000 all fit; seconds 4-5 get only what expires from them.
   EXPECT_EQ(ok.size(), 1020u);
@@ -89,7 +71,8 @@ TEST(SeedScenario, SlidingLogHoldsTheLimitInEveryWindow) {
 
 TEST(SeedScenario, SlidingCounterCutsTheDoubleBurst) {
   auto l = Make(LimitSpec::SlidingWindowCounter(1000, absl::Seconds(3)));
-  const std::vector<int64_t> ok = Admitted(*l, DoubleBurstArrivals());
+  const std::vector<int64_t> ok =
+      Admitted(*l, DoubleBurstArrivals(kT0, kSecond));
   // The counter assumes the previous window's traffic was uniform, so it is
   // an estimate: far below the fixed window's 1980, not exact like the log.
   // Second 4 gets 1000 * e / 3 as e runs to 1 s (333), second 5 its 100:
@@ -97,11 +80,8 @@ TEST(SeedScenario, SlidingCounterCutsTheDoubleBurst) {
   EXPECT_EQ(MaxInAnySpan(ok, 3 * kSecond), 1413);
   // Its own estimate never exceeds the limit: in second 4 (e = 0.5 s of 3 s)
   // the previous 1000 weigh 1000 * 2.5 / 3 = 833.3, leaving 166 for 900.
-  const int64_t in_second_4 =
-      std::count_if(ok.begin(), ok.end(), [](int64_t t) {
-        return t >= kT0 + 3 * kSecond && t < kT0 + 4 * kSecond;
-      });
-  EXPECT_LE(in_second_4, 1000 - 1000 * 2 / 3);
+  EXPECT_LE(CountIn(ok, kT0 + 3 * kSecond, kT0 + 4 * kSecond),
+            1000 - 1000 * 2 / 3);
 }
 
 TEST(SeedScenario, TokenBucketWithoutBorrowingRejectsNow) {
@@ -233,25 +213,6 @@ TEST(SeedScenario, DurationLimiterWindowStartsAtFirstHit) {
   EXPECT_FALSE(d.allowed);
   EXPECT_EQ(d.retry_after_ns, kSecond);
   EXPECT_TRUE(l->TryAcquire("k", 3, first + 10 * kSecond).allowed);
-}
-
-// 1 per calendar day (UTC+8) and 3 per rolling 7 calendar days, in one
-// limit: both checked, both charged or neither.
-LimitSpec DailyAndWeeklyQuota() {
-  LimitSpec spec;
-  Band daily;
-  daily.algorithm = Algorithm::kFixedWindow;
-  daily.limit = 1;
-  daily.period = absl::Hours(24);
-  daily.window_offset = absl::Hours(-8);  // days start at 16:00 UTC
-  Band weekly;
-  weekly.algorithm = Algorithm::kSlidingWindowLog;
-  weekly.limit = 3;
-  weekly.period = absl::Hours(24 * 7);
-  weekly.log_granularity = absl::Hours(24);  // score = start of the day
-  weekly.window_offset = absl::Hours(-8);
-  spec.bands = {daily, weekly};
-  return spec;
 }
 
 TEST(SeedScenario, OncePerDayAndThreeTimesPerSevenDays) {

@@ -4,12 +4,14 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
+#include <ostream>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
+#include "testing/specs.h"
 #include "tokenlease/tokenlease.h"
 
 namespace tokenlease {
@@ -58,12 +60,6 @@ RunResult Hammer(Limiter& l, const std::string& key, int64_t cost) {
   return {admitted.load(), calls.load(), DefaultClock()->NowNanos() - start};
 }
 
-struct Case {
-  LimitSpec spec;
-  // Most tokens admissible over `elapsed` ns from a fresh key.
-  int64_t (*bound)(int64_t elapsed_ns);
-};
-
 constexpr int64_t kRate = 20'000;  // per second
 constexpr int64_t kSecond = 1'000'000'000;
 
@@ -71,35 +67,58 @@ int64_t BucketBound(int64_t e) { return 1000 + kRate * e / kSecond + 1; }
 // Windows of 100 ms with limit 2000: every window touched can be full.
 int64_t WindowBound(int64_t e) { return 2000 * (e / (kSecond / 10) + 2); }
 
-TEST(StressTest, NoOverAdmissionUnderContention) {
-  LimitSpec composite = LimitSpec::TokenBucket(kRate, absl::Seconds(1), 1000);
-  composite.bands.push_back(
-      LimitSpec::SlidingWindowLog(2000, absl::Milliseconds(100)).bands[0]);
-  const std::vector<Case> cases = {
-      {LimitSpec::TokenBucket(kRate, absl::Seconds(1), 1000), BucketBound},
-      {LimitSpec::TokenBucket(kRate / 200, absl::Milliseconds(5), 1000,
+struct Case {
+  std::string name;
+  LimitSpec spec;
+  // Most tokens admissible over `elapsed` ns from a fresh key.
+  int64_t (*bound)(int64_t elapsed_ns);
+};
+
+void PrintTo(const Case& c, std::ostream* os) { *os << c.name; }
+
+// Every algorithm at kRate (buckets, burst 1000) or 2000 per 100 ms
+// (windows).
+std::vector<Case> Cases() {
+  return {
+      {"token_bucket_smooth",
+       LimitSpec::TokenBucket(kRate, absl::Seconds(1), 1000), BucketBound},
+      {"token_bucket_stepwise",
+       LimitSpec::TokenBucket(kRate / 200, absl::Milliseconds(5), 1000,
                               Refill::kStepwise),
        BucketBound},
-      {LimitSpec::Gcra(kRate, absl::Seconds(1), 1000), BucketBound},
-      {LimitSpec::FixedWindow(2000, absl::Milliseconds(100)), WindowBound},
-      {LimitSpec::SlidingWindowCounter(2000, absl::Milliseconds(100)),
+      {"gcra", LimitSpec::Gcra(kRate, absl::Seconds(1), 1000), BucketBound},
+      {"fixed_window", LimitSpec::FixedWindow(2000, absl::Milliseconds(100)),
        WindowBound},
-      {LimitSpec::SlidingWindowLog(2000, absl::Milliseconds(100)), WindowBound},
-      {composite, BucketBound},
+      {"sliding_counter",
+       LimitSpec::SlidingWindowCounter(2000, absl::Milliseconds(100)),
+       WindowBound},
+      {"sliding_log",
+       LimitSpec::SlidingWindowLog(2000, absl::Milliseconds(100)), WindowBound},
+      {"composite",
+       testing::Composite(
+           {LimitSpec::TokenBucket(kRate, absl::Seconds(1), 1000),
+            LimitSpec::SlidingWindowLog(2000, absl::Milliseconds(100))}),
+       BucketBound},
   };
-  for (const Case& c : cases) {
-    SCOPED_TRACE(DescribeSpec(c.spec));
-    auto l = Limiter::Create(c.spec);
-    ASSERT_TRUE(l.ok());
-    const RunResult r = Hammer(**l, "hot", 1);
-    EXPECT_LE(r.admitted, c.bound(r.elapsed_ns))
-        << r.admitted << " admitted of " << r.calls << " in " << r.elapsed_ns
-        << " ns";
-    // Under 4 threads of overload the limit is also used, not wasted: at
-    // least half of what a perfect limiter would admit over the run.
-    EXPECT_GT(r.calls, r.admitted);
-    EXPECT_GE(r.admitted, kRate * r.elapsed_ns / kSecond / 2);
-  }
+}
+
+class StressAlgorithmTest : public ::testing::TestWithParam<Case> {};
+
+INSTANTIATE_TEST_SUITE_P(Algorithms, StressAlgorithmTest,
+                         ::testing::ValuesIn(Cases()), testing::ParamName());
+
+TEST_P(StressAlgorithmTest, NoOverAdmissionUnderContention) {
+  const Case& c = GetParam();
+  auto l = Limiter::Create(c.spec);
+  ASSERT_TRUE(l.ok());
+  const RunResult r = Hammer(**l, "hot", 1);
+  EXPECT_LE(r.admitted, c.bound(r.elapsed_ns))
+      << r.admitted << " admitted of " << r.calls << " in " << r.elapsed_ns
+      << " ns";
+  // Under 4 threads of overload the limit is also used, not wasted: at
+  // least half of what a perfect limiter would admit over the run.
+  EXPECT_GT(r.calls, r.admitted);
+  EXPECT_GE(r.admitted, kRate * r.elapsed_ns / kSecond / 2);
 }
 
 TEST(StressTest, SlidingLogHoldsInEveryWindowUnderContention) {

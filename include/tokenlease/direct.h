@@ -9,11 +9,11 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 
 #include "absl/functional/any_invocable.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "tokenlease/decision.h"
 #include "tokenlease/redis.h"
@@ -21,7 +21,8 @@
 
 namespace tokenlease {
 
-// Options of a DirectLimiter. Validated by DirectLimiter::Create.
+// Options of a DirectLimiter. Every field has a usable default; Validate()
+// (also run by DirectLimiter::Create) says which one is out of range.
 struct DirectLimiterOptions {
   // The connection to use (shared with other limiters). If null, the
   // limiter creates its own from `redis`.
@@ -33,8 +34,12 @@ struct DirectLimiterOptions {
   // are equal. 1 to 256 bytes, no '{' or '}'.
   std::string key_prefix = "tokenlease:";
   // Deadline of a decision when the call gives none; 0 means the
-  // connection's RedisOptions::command_timeout.
+  // connection's RedisOptions::command_timeout. 0 .. 1 min.
   absl::Duration timeout = absl::ZeroDuration();
+
+  // OK, or InvalidArgument naming the field and the accepted range (also
+  // `redis`'s fields when no connection is given).
+  absl::Status Validate() const;
 };
 
 // A limit decided on Redis, one script call per decision. Thread-safe.
@@ -46,9 +51,10 @@ class DirectLimiter {
       absl::AnyInvocable<void(absl::StatusOr<Reservation>)>;
 
   // Validates `spec` (ValidateSpec, plus the scripts' limits: whole
-  // microseconds, see docs/lua-protocol.md) and `options`.
+  // microseconds, see docs/lua-protocol.md) and `options`, and connects
+  // (in the background) unless options.connection is given.
   static absl::StatusOr<std::unique_ptr<DirectLimiter>> Create(
-      LimitSpec spec, DirectLimiterOptions options = {});
+      const LimitSpec& spec, const DirectLimiterOptions& options = {});
 
   // Asks Redis whether `cost` tokens of `key` may be taken now, and takes
   // them if so; blocks up to `timeout` (0: options.timeout). The decision's
@@ -58,13 +64,13 @@ class DirectLimiter {
   // FailedPrecondition (a key of another type is in the way; the message
   // names it), ResourceExhausted (too many calls queued).
   absl::StatusOr<Decision> TryAcquire(
-      absl::string_view key, int64_t cost = 1,
+      std::string_view key, int64_t cost = 1,
       absl::Duration timeout = absl::ZeroDuration());
 
   // The same without blocking: `done` runs exactly once, on the connection's
   // client thread (keep it short), or on the calling thread before this
   // returns if the call could not be queued.
-  void TryAcquireAsync(absl::string_view key, int64_t cost,
+  void TryAcquireAsync(std::string_view key, int64_t cost,
                        DecisionCallback done,
                        absl::Duration timeout = absl::ZeroDuration());
 
@@ -72,20 +78,21 @@ class DirectLimiter {
   // `cost` tokens now if they are available within `max_wait` (capped by
   // max_borrow); the caller must wait Reservation::wait before acting.
   absl::StatusOr<Reservation> Reserve(
-      absl::string_view key, int64_t cost, absl::Duration max_wait,
+      std::string_view key, int64_t cost, absl::Duration max_wait,
       absl::Duration timeout = absl::ZeroDuration());
-  void ReserveAsync(absl::string_view key, int64_t cost,
-                    absl::Duration max_wait, ReservationCallback done,
+  void ReserveAsync(std::string_view key, int64_t cost, absl::Duration max_wait,
+                    ReservationCallback done,
                     absl::Duration timeout = absl::ZeroDuration());
 
+  // The limit; the reference is valid while the limiter lives.
   const LimitSpec& spec() const { return spec_; }
   const std::string& key_prefix() const { return options_.key_prefix; }
   RedisConnection& connection() const { return *connection_; }
 
  private:
-  DirectLimiter(LimitSpec spec, DirectLimiterOptions options,
+  DirectLimiter(const LimitSpec& spec, const DirectLimiterOptions& options,
                 std::shared_ptr<RedisConnection> connection);
-  void Submit(absl::string_view key, int64_t cost, int64_t max_wait_us,
+  void Submit(std::string_view key, int64_t cost, int64_t max_wait_us,
               absl::Duration timeout, ReservationCallback done);
 
   const LimitSpec spec_;

@@ -11,10 +11,10 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "tokenlease/clock.h"
 #include "tokenlease/decision.h"
@@ -31,7 +31,9 @@ enum class ColdKeyPolicy : uint8_t {
                 // charged to Redis at the next sync
 };
 
-// How leases are sized, kept and returned. Validated by Create().
+// How leases are sized, kept and returned. Every field has a usable
+// default; Validate() (also run by LeasedLimiter::Create) says which one is
+// out of range.
 struct LeaseOptions {
   // A lease's tokens may be spent for at most this long after the grant;
   // the reconciler then returns what is left (also bounds how long tokens
@@ -67,9 +69,13 @@ struct LeaseOptions {
   // On destruction, how long to wait for unused tokens to be returned.
   // 0 .. 1 min.
   absl::Duration release_deadline = absl::Seconds(1);
+
+  // OK, or InvalidArgument naming the field and the accepted range.
+  absl::Status Validate() const;
 };
 
-// Options of a LeasedLimiter. Validated by LeasedLimiter::Create.
+// Options of a LeasedLimiter. Every field has a usable default; Validate()
+// (also run by LeasedLimiter::Create) says which one is out of range.
 struct LeasedLimiterOptions {
   // The connection to use (shared with other limiters); if null, the limiter
   // creates its own from `redis`.
@@ -79,12 +85,20 @@ struct LeasedLimiterOptions {
   // limiters) share a limit when prefix, key and spec are equal.
   std::string key_prefix = "tokenlease:";
   LeaseOptions lease;
-  // Keys held in memory at most; a new key beyond it is denied with source
-  // kKeyLimit. 1 .. 2^30.
+  // Keys held in memory at most (as LimiterOptions::max_keys); a new key
+  // beyond it is denied with source kKeyLimit until idle keys are evicted
+  // (LeaseOptions::idle_evict). 1 .. 2^30.
   int64_t max_keys = 1 << 20;
+  // Registry shards (as LimiterOptions::shards): a power of two, 1 .. 4096.
+  int32_t shards = 64;
   // The reconciler's clock (lease expiry, demand estimates). The decision
-  // path reads no clock. Null: DefaultClock().
+  // path reads no clock. Null: DefaultClock(). Not owned; must outlive the
+  // limiter.
   Clock* clock = nullptr;
+
+  // OK, or InvalidArgument naming the field and the accepted range (also
+  // `lease`'s, and `redis`'s when no connection is given).
+  absl::Status Validate() const;
 };
 
 // Counters since creation; approximate while traffic runs.
@@ -104,7 +118,7 @@ class LeasedLimiter;
 
 namespace internal {
 // The part of a leased key the inline decision path touches (the rest is in
-// src/lease/lease_entry.h). Not an API: it is here so that
+// src/leased/lease_entry.h). Not an API: it is here so that
 // LeasedLimiter::TryAcquire(handle) can be inlined into the caller.
 // The decision for a request paid from the lease, `remaining` tokens left.
 inline Decision LeaseAdmitted(int64_t remaining) {
@@ -133,8 +147,10 @@ struct LeaseKeyInfo {
   bool denied = false;  // Redis refused; denying locally until it allows
 };
 
-// A pre-resolved key: skips the lookup by name. Copyable; keeps its key in
-// memory while it exists. Must not outlive its limiter.
+// A pre-resolved key: skips the lookup by name. Keeps its key in memory
+// while it exists; must not outlive its limiter. Copyable, like KeyHandle:
+// a copy is another pin on the key, and each copy keeps its own refusal
+// hint, so threads holding their own copies share nothing but the key.
 class LeaseHandle {
  public:
   LeaseHandle() = default;
@@ -166,10 +182,11 @@ class LeaseHandle {
 // Thread-safe.
 class LeasedLimiter {
  public:
-  // Validates `spec` (as DirectLimiter does) and `options`, and starts the
+  // Validates `spec` (as DirectLimiter does) and `options`, connects (in
+  // the background) unless options.connection is given, and starts the
   // reconciler thread.
   static absl::StatusOr<std::unique_ptr<LeasedLimiter>> Create(
-      LimitSpec spec, LeasedLimiterOptions options = {});
+      const LimitSpec& spec, const LeasedLimiterOptions& options = {});
   // Returns every unused token to Redis and charges what was admitted
   // without a lease, waiting up to LeaseOptions::release_deadline.
   ~LeasedLimiter();
@@ -180,7 +197,7 @@ class LeasedLimiter {
   // the cold-key local share (kFallback). Denials say when a retry may
   // succeed: the time Redis gave when it refused a lease, else an estimate
   // of the next lease's arrival.
-  Decision TryAcquire(absl::string_view key, int64_t cost = 1);
+  Decision TryAcquire(std::string_view key, int64_t cost = 1);
   // Inline: a decision served from the lease is three loads from the
   // handle (one a relaxed atomic), one relaxed fetch_sub and one relaxed
   // load on the key, and four compares, in the caller's code.
@@ -216,16 +233,24 @@ class LeasedLimiter {
   }
 
   // A handle for `key` (created if needed). ResourceExhausted at max_keys.
-  absl::StatusOr<LeaseHandle> Resolve(absl::string_view key);
+  absl::StatusOr<LeaseHandle> Resolve(std::string_view key);
 
   // This instance's state for `key`; NotFound if the key is not in memory.
-  absl::StatusOr<LeaseKeyInfo> Inspect(absl::string_view key) const;
+  absl::StatusOr<LeaseKeyInfo> Inspect(std::string_view key) const;
 
   // Returns every lease now and waits (up to `timeout`) for Redis to
   // confirm: for tests, and before a planned pause.
   absl::Status ReturnAll(absl::Duration timeout);
 
+  // Waits (up to `timeout`) until every lease request, charge and return
+  // asked for before the call has been answered by Redis and applied;
+  // decisions go on meanwhile. For tests (a synchronisation point instead
+  // of polling) and for tools that report after a burst of activity.
+  // DeadlineExceeded if Redis did not answer in time.
+  absl::Status Sync(absl::Duration timeout);
+
   LeaseStats stats() const;
+  // The limit; the reference is valid while the limiter lives.
   const LimitSpec& spec() const;
   RedisConnection& connection() const;
 

@@ -30,10 +30,12 @@ struct LimiterOptions {
   Clock* clock = nullptr;
   // Most keys held at once. A new key beyond it first reclaims idle keys
   // (those whose state is back to initial); if none, it is denied with
-  // DecisionSource::kKeyLimit. 1 <= max_keys <= 2^32.
+  // DecisionSource::kKeyLimit. Each key costs about 130 bytes
+  // (docs/design.md, "Key registry"). 1 .. 2^30.
   int64_t max_keys = 1 << 20;
-  // Registry shards (a power of two, 1..4096). More shards, less contention
-  // between threads that look up different keys by name.
+  // Registry shards (a power of two, 1 .. 4096). More shards, less
+  // contention between threads that create keys by name; each costs 64
+  // bytes plus an empty map.
   int32_t shards = 64;
 
   // Returns OK or InvalidArgument naming the field and the accepted range.
@@ -42,16 +44,22 @@ struct LimiterOptions {
 
 class Limiter;
 
-// A pre-resolved key: skips the hash lookup on every call. Movable, not
-// copyable. The key stays registered (is never evicted) while a handle to it
-// exists. A handle must not outlive its Limiter.
+// A pre-resolved key: skips the hash lookup on every call. The key stays
+// registered (is never evicted) while a handle to it exists. A handle must
+// not outlive its Limiter.
+//
+// Copyable, like LeaseHandle: a copy is another pin on the same key (one
+// relaxed atomic increment when copied, nothing per decision), so each
+// worker thread or request context can hold its own copy without a
+// shared_ptr around it (an extra indirection on every decision) and
+// without threads sharing the handle's cache line.
 class KeyHandle {
  public:
   KeyHandle() = default;
+  KeyHandle(const KeyHandle& other);
+  KeyHandle& operator=(const KeyHandle& other);
   KeyHandle(KeyHandle&& other) noexcept;
   KeyHandle& operator=(KeyHandle&& other) noexcept;
-  KeyHandle(const KeyHandle&) = delete;
-  KeyHandle& operator=(const KeyHandle&) = delete;
   ~KeyHandle();
 
   // True if this handle refers to a key (default-constructed ones do not).
@@ -133,8 +141,9 @@ class Limiter {
   // otherwise); at most 2^24 - 1 updates per Limiter (ResourceExhausted).
   absl::Status UpdateSpec(const LimitSpec& spec);
 
-  // The spec now in force.
-  LimitSpec spec() const;
+  // The spec in force when called. The reference stays valid while the
+  // Limiter lives (a later UpdateSpec does not change what it refers to).
+  const LimitSpec& spec() const;
   // The clock in use.
   Clock* clock() const;
   // Keys currently registered.

@@ -18,7 +18,8 @@ namespace internal {
 class RedisClient;
 }  // namespace internal
 
-// How to reach Redis. Validated by ValidateRedisOptions().
+// How to reach Redis. Every field has a usable default; Validate() says
+// which one is out of range.
 struct RedisOptions {
   // "redis://[[user]:password@]host[:port][/db]" or "unix:///path[?db=N]".
   // A host name is resolved once, when the connection is created.
@@ -41,11 +42,11 @@ struct RedisOptions {
   // On destruction, how long commands already submitted may still finish
   // before they are failed with Cancelled. 0 .. 1 min.
   absl::Duration shutdown_grace = absl::Seconds(1);
-};
 
-// OK, or InvalidArgument naming the field, its value and the accepted range
-// (including a malformed url).
-absl::Status ValidateRedisOptions(const RedisOptions& options);
+  // OK, or InvalidArgument naming the field, its value and the accepted
+  // range (including a malformed url).
+  absl::Status Validate() const;
+};
 
 // Counters of one connection since creation. Approximate while traffic runs.
 struct RedisStats {

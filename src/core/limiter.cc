@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "core/limiter_core.h"
+#include "core/options_checks.h"
 
 namespace tokenlease {
 
@@ -22,20 +23,25 @@ int64_t ClampTime(int64_t now_ns) {
 }  // namespace
 
 absl::Status LimiterOptions::Validate() const {
-  if (max_keys < 1 || max_keys > (int64_t{1} << 32)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("LimiterOptions.max_keys is ", max_keys,
-                     "; it must be between 1 and 4294967296"));
-  }
-  if (shards < 1 || shards > 4096 || (shards & (shards - 1)) != 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("LimiterOptions.shards is ", shards,
-                     "; it must be a power of two between 1 and 4096"));
-  }
-  return absl::OkStatus();
+  return internal::ValidateKeySpace("LimiterOptions", max_keys, shards);
 }
 
 // ---------------------------------------------------------------- KeyHandle
+
+KeyHandle::KeyHandle(const KeyHandle& other)
+    : core_(other.core_), entry_(other.entry_) {
+  // Relaxed: `other` holds a pin, so the entry cannot be reclaimed while
+  // this one is added (ShardedRegistry).
+  if (entry_ != nullptr) entry_->pins.fetch_add(1, std::memory_order_relaxed);
+}
+
+KeyHandle& KeyHandle::operator=(const KeyHandle& other) {
+  if (this != &other) {
+    KeyHandle copy(other);
+    *this = std::move(copy);
+  }
+  return *this;
+}
 
 KeyHandle::KeyHandle(KeyHandle&& other) noexcept
     : core_(std::exchange(other.core_, nullptr)),
@@ -188,11 +194,9 @@ absl::Status Limiter::UpdateSpec(const LimitSpec& spec) {
   return core_->UpdateSpec(spec);
 }
 
-LimitSpec Limiter::spec() const { return core_->spec()->source; }
+const LimitSpec& Limiter::spec() const { return core_->spec()->source; }
 Clock* Limiter::clock() const { return core_->clock(); }
 int64_t Limiter::key_count() const { return core_->registry().size(); }
-int64_t Limiter::EvictIdle() {
-  return core_->registry().EvictIdle(core_->Now());
-}
+int64_t Limiter::EvictIdle() { return core_->registry().Reclaim(core_->Now()); }
 
 }  // namespace tokenlease

@@ -76,7 +76,8 @@ CompiledSpec CompileSpec(const LimitSpec& spec, uint32_t generation,
 LimiterCore::LimiterCore(const LimitSpec& spec, const LimiterOptions& options)
     : clock_(options.clock != nullptr ? options.clock : DefaultClock()),
       system_clock_(clock_ == DefaultClock()),
-      registry_(this, options.max_keys, options.shards) {
+      registry_(this, options.max_keys, options.shards,
+                KeyRegistry::Growth::kReclaims) {
   auto first = std::make_unique<CompiledSpec>(CompileSpec(spec, 0, nullptr));
   spec_.store(first.get(), std::memory_order_release);
   absl::MutexLock lock(&update_mu_);
@@ -95,9 +96,9 @@ KeyEntry* LimiterCore::NewEntry(std::string_view name, int64_t now_ns) {
   return e;
 }
 
-bool LimiterCore::IsIdle(KeyEntry* e, int64_t now_ns) {
+bool LimiterCore::Reclaimable(KeyEntry* e, int64_t now_ns) {
   const CompiledSpec* s = spec();
-  e->lock.Lock();
+  SpinLockGuard lock(&e->lock);
   bool idle = true;
   for (size_t i = 0; i < s->bands.size() && idle; ++i) {
     const int log = s->log_index[i];
@@ -106,7 +107,6 @@ bool LimiterCore::IsIdle(KeyEntry* e, int64_t now_ns) {
                : CellIsIdle(s->bands[i],
                             e->cell(static_cast<int>(i)).LoadRelaxed(), now_ns);
   }
-  e->lock.Unlock();
   return idle;
 }
 
@@ -193,39 +193,41 @@ BandResult LimiterCore::EvaluateLocked(KeyEntry* e, const CompiledSpec* s,
 
 Decision LimiterCore::DecideLocked(KeyEntry* e, const BandRequest& req,
                                    int64_t* wait_ns) {
-  e->lock.Lock();
-  // Loaded under the lock: never older than what earlier holders used.
-  const CompiledSpec* s = spec();
-  const int n = static_cast<int>(s->bands.size());
   BandResult results[4];
-  bool all_admit = true;
-  for (int i = 0; i < n; ++i) {
-    results[i] = EvaluateLocked(e, s, i, req);
-    all_admit = all_admit && results[i].outcome == BandOutcome::kAdmit;
-  }
-  if (all_admit) {
+  int n;
+  {
+    SpinLockGuard lock(&e->lock);
+    // Loaded under the lock: never older than what earlier holders used.
+    const CompiledSpec* s = spec();
+    n = static_cast<int>(s->bands.size());
+    bool all_admit = true;
     for (int i = 0; i < n; ++i) {
-      const int log = s->log_index[i];
-      if (log >= 0) {
-        e->log(log).Record(s->bands[i], req.now_ns, req.cost);
-      } else if (results[i].write) {
-        e->cell(i).Store(results[i].next);
+      results[i] = EvaluateLocked(e, s, i, req);
+      all_admit = all_admit && results[i].outcome == BandOutcome::kAdmit;
+    }
+    if (all_admit) {
+      for (int i = 0; i < n; ++i) {
+        const int log = s->log_index[i];
+        if (log >= 0) {
+          e->log(log).Record(s->bands[i], req.now_ns, req.cost);
+        } else if (results[i].write) {
+          e->cell(i).Store(results[i].next);
+        }
+      }
+    } else {
+      // Nothing is charged, so the bands that would have admitted report
+      // their state without this request.
+      BandRequest peek = req;
+      peek.cost = 0;
+      for (int i = 0; i < n; ++i) {
+        if (results[i].outcome == BandOutcome::kAdmit) {
+          const int64_t retry = results[i].wait_ns;
+          results[i] = EvaluateLocked(e, s, i, peek);
+          results[i].wait_ns = retry;
+        }
       }
     }
-  } else {
-    // Nothing is charged, so the bands that would have admitted report
-    // their state without this request.
-    BandRequest peek = req;
-    peek.cost = 0;
-    for (int i = 0; i < n; ++i) {
-      if (results[i].outcome == BandOutcome::kAdmit) {
-        const int64_t retry = results[i].wait_ns;
-        results[i] = EvaluateLocked(e, s, i, peek);
-        results[i].wait_ns = retry;
-      }
-    }
   }
-  e->lock.Unlock();
   Decision d;
   int64_t wait = 0;
   for (int i = 0; i < n; ++i) Combine(d, wait, results[i], i == 0);

@@ -1,5 +1,10 @@
-// The Limiter's implementation: spec generations, the key registry, and
-// the decision paths (lock-free single band; locked multi-band and log).
+// src/core: the local Limiter (tokenlease::local). Spec validation and
+// compilation, spec generations (UpdateSpec), the keys (KeyEntry in a
+// ShardedRegistry) and the decision paths: lock-free for single-band
+// limits, under the key's spin lock for multi-band and sliding-log ones.
+// Built on src/local (pure per-algorithm evaluation) and src/base.
+//
+// LimiterCore is the Limiter's implementation.
 #ifndef TOKENLEASE_SRC_CORE_LIMITER_CORE_H_
 #define TOKENLEASE_SRC_CORE_LIMITER_CORE_H_
 
@@ -10,16 +15,19 @@
 
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
+#include "base/sharded_registry.h"
 #include "core/compiled_spec.h"
+#include "core/key_entry.h"
 #include "local/band_eval.h"
-#include "registry/key_registry.h"
 #include "tokenlease/clock.h"
 #include "tokenlease/decision.h"
 #include "tokenlease/limiter.h"
 
 namespace tokenlease::internal {
 
-class LimiterCore final : public EntryPolicy {
+using KeyRegistry = ShardedRegistry<KeyEntry>;
+
+class LimiterCore final : public KeyRegistry::Owner {
  public:
   LimiterCore(const LimitSpec& spec, const LimiterOptions& options);
   ~LimiterCore() override;
@@ -53,9 +61,12 @@ class LimiterCore final : public EntryPolicy {
   KeyRegistry& registry() { return registry_; }
   Clock* clock() const { return clock_; }
 
-  // EntryPolicy
+  // KeyRegistry::Owner. A key is reclaimable when its state is equivalent
+  // to a new key's (bucket full, window over, log empty), so dropping it
+  // changes no decision.
   KeyEntry* NewEntry(std::string_view name, int64_t now_ns) override;
-  bool IsIdle(KeyEntry* e, int64_t now_ns) override;
+  void DeleteEntry(KeyEntry* e) override { KeyEntry::Destroy(e); }
+  bool Reclaimable(KeyEntry* e, int64_t now_ns) override;
 
  private:
   Decision DecideLockFree(const CompiledSpec* spec, KeyEntry* e,

@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "local/spec_facts.h"
 
 namespace tokenlease {
 namespace {
@@ -39,12 +40,10 @@ absl::Status ValidateBand(const Band& b, size_t i) {
         i, absl::StrCat("burst is ", b.burst,
                         "; it must be between 0 (= limit) and ", kMaxLimit));
   }
-  const bool bucket =
-      b.algorithm == Algorithm::kTokenBucket || b.algorithm == Algorithm::kGcra;
-  if (bucket) {
+  if (internal::IsBucket(b)) {
     const int64_t period_ns = absl::ToInt64Nanoseconds(b.period);
     const int64_t p = period_ns / std::gcd(period_ns, b.limit);
-    const int64_t burst = b.burst > 0 ? b.burst : b.limit;
+    const int64_t burst = internal::EffectiveBurst(b);
     if (static_cast<__int128>(burst) * p >= kScaledRange) {
       return Invalid(
           i, absl::StrCat("burst (", burst, ") times the emission interval (",
@@ -130,9 +129,8 @@ std::string DescribeSpec(const LimitSpec& spec) {
     if (i > 0) absl::StrAppend(&out, " + ");
     absl::StrAppend(&out, AlgorithmName(b.algorithm), "(limit=", b.limit, "/",
                     absl::FormatDuration(b.period));
-    if (b.algorithm == Algorithm::kTokenBucket ||
-        b.algorithm == Algorithm::kGcra) {
-      absl::StrAppend(&out, ", burst=", b.burst > 0 ? b.burst : b.limit);
+    if (internal::IsBucket(b)) {
+      absl::StrAppend(&out, ", burst=", internal::EffectiveBurst(b));
     }
     if (b.algorithm == Algorithm::kTokenBucket) {
       absl::StrAppend(&out,

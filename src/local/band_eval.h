@@ -1,3 +1,10 @@
+// src/local: the local engine's building blocks, shared by every mode. The
+// 16-byte state cell and its atomic access (atomic_cell.h), a band compiled
+// into exact integer form (compiled_band.h, fast_div.h), the pure
+// evaluation of each algorithm (this file and band_eval_inl.h), the sliding
+// log (sliding_log.h), and the facts derived from a spec (spec_facts.h).
+// No registry, no threads, no I/O; depends on the public spec and Abseil.
+//
 // Pure evaluation of one band: given a cell's value, the time and a cost,
 // what would the decision be and what would the cell become. No side
 // effects, so the lock-free loop can retry it and tests can replay it.

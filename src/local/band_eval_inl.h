@@ -21,9 +21,7 @@ inline constexpr int64_t kFracMask = (int64_t{1} << kGenShift) - 1;
 inline constexpr int64_t kScaledCap = int64_t{1} << 62;
 
 inline bool UsesGcraCell(const CompiledBand& b) {
-  return b.algorithm == Algorithm::kGcra ||
-         (b.algorithm == Algorithm::kTokenBucket &&
-          b.refill == Refill::kSmooth);
+  return b.cell_kind == CellKind::kGcra;
 }
 
 inline int64_t Cap(i128 x) {

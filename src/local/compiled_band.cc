@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <numeric>
 
+#include "local/spec_facts.h"
+
 namespace tokenlease::internal {
 namespace {
 
@@ -19,11 +21,9 @@ CompiledBand CompileBand(const Band& band, absl::Duration max_borrow,
   c.algorithm = band.algorithm;
   switch (band.algorithm) {
     case Algorithm::kTokenBucket:
-      c.cell_kind = band.refill == Refill::kSmooth ? CellKind::kGcra
-                                                   : CellKind::kStepwise;
-      break;
     case Algorithm::kGcra:
-      c.cell_kind = CellKind::kGcra;
+      c.cell_kind =
+          IsSmoothBucket(band) ? CellKind::kGcra : CellKind::kStepwise;
       break;
     case Algorithm::kFixedWindow:
       c.cell_kind = CellKind::kFixedWindow;
@@ -42,9 +42,7 @@ CompiledBand CompileBand(const Band& band, absl::Duration max_borrow,
   c.period_ns = absl::ToInt64Nanoseconds(band.period);
   c.period_div = FastDivisor(c.period_ns);
   c.limit_div = FastDivisor(c.limit);
-  const bool bucket = band.algorithm == Algorithm::kTokenBucket ||
-                      band.algorithm == Algorithm::kGcra;
-  c.burst = bucket && band.burst > 0 ? band.burst : band.limit;
+  c.burst = EffectiveBurst(band);
 
   const int64_t g = std::gcd(c.period_ns, c.limit);
   c.emission_num = c.period_ns / g;

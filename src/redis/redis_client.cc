@@ -315,9 +315,18 @@ class RedisClient::Loop {
       ScheduleReconnect();
       return;
     }
+    if (redisLibeventAttach(ac, base_) != REDIS_OK) {
+      // Only fails if the context already has an event adapter (a hiredis
+      // misuse): give up this attempt, retry after the backoff.
+      last_error_ = "cannot attach the connection to the event loop";
+      redisAsyncFree(ac);
+      client_->counters_.connect_failures.fetch_add(1,
+                                                    std::memory_order_relaxed);
+      ScheduleReconnect();
+      return;
+    }
     conn->ac = ac;
     ac->data = conn;
-    redisLibeventAttach(ac, base_);
     redisAsyncSetConnectCallback(ac, &Loop::OnConnectCb);
     redisAsyncSetDisconnectCallback(ac, &Loop::OnDisconnectCb);
     conn->connect_timer = evtimer_new(base_, &Loop::OnConnectTimerCb, conn);
@@ -562,9 +571,6 @@ class RedisClient::Loop {
 // --- RedisClient
 // --------------------------------------------------------------
 
-thread_local bool RedisClient::batching_ = false;
-thread_local int RedisClient::batched_ = 0;
-
 RedisClient::RedisClient(const RedisOptions& options, RedisEndpoint endpoint,
                          std::string address)
     : options_(options),
@@ -618,13 +624,12 @@ absl::Status RedisClient::Submit(std::vector<std::string> argv,
   cmd->done = std::move(done);
   cmd->timeout_ns = absl::ToInt64Nanoseconds(
       timeout > absl::ZeroDuration() ? timeout : options_.command_timeout);
-  return Enqueue(cmd);
+  return Enqueue(cmd, /*wake=*/true);
 }
 
-absl::Status RedisClient::SubmitScript(const LuaScript& script,
-                                       std::vector<std::string> args,
-                                       ReplyCallback done,
-                                       absl::Duration timeout) {
+RedisClient::Command* RedisClient::NewScriptCommand(
+    const LuaScript& script, std::vector<std::string> args, ReplyCallback done,
+    absl::Duration timeout) {
   auto* cmd = new Command;
   cmd->argv = std::move(args);
   cmd->script = script;
@@ -632,10 +637,31 @@ absl::Status RedisClient::SubmitScript(const LuaScript& script,
   cmd->done = std::move(done);
   cmd->timeout_ns = absl::ToInt64Nanoseconds(
       timeout > absl::ZeroDuration() ? timeout : options_.command_timeout);
-  return Enqueue(cmd);
+  return cmd;
 }
 
-absl::Status RedisClient::Enqueue(Command* cmd) {
+absl::Status RedisClient::SubmitScript(const LuaScript& script,
+                                       std::vector<std::string> args,
+                                       ReplyCallback done,
+                                       absl::Duration timeout) {
+  return Enqueue(
+      NewScriptCommand(script, std::move(args), std::move(done), timeout),
+      /*wake=*/true);
+}
+
+absl::Status RedisClient::Batch::SubmitScript(const LuaScript& script,
+                                              std::vector<std::string> args,
+                                              ReplyCallback done,
+                                              absl::Duration timeout) {
+  absl::Status s =
+      client_->Enqueue(client_->NewScriptCommand(script, std::move(args),
+                                                 std::move(done), timeout),
+                       /*wake=*/false);
+  if (s.ok()) ++queued_;
+  return s;
+}
+
+absl::Status RedisClient::Enqueue(Command* cmd, bool wake) {
   cmd->deadline_ns = SteadyNowNs() + cmd->timeout_ns;
   // acquire: pairs with the destructor's release store.
   if (stopping_.load(std::memory_order_acquire)) {
@@ -649,11 +675,7 @@ absl::Status RedisClient::Enqueue(Command* cmd) {
                      " commands not yet picked up by the client thread); raise "
                      "RedisOptions::max_pending or submit fewer commands"));
   }
-  if (batching_) {
-    ++batched_;
-  } else {
-    Wake();
-  }
+  if (wake) Wake();
   return absl::OkStatus();
 }
 

@@ -1,3 +1,10 @@
+// src/redis: the Redis transport shared by the direct and leased modes
+// (the public RedisConnection): the client thread below, the endpoint (a
+// URL parsed once, host resolved off the loop), owned copies of replies,
+// the encoding of the Lua scripts' calls and their replies
+// (script_call.h), and the embedded scripts (scripts.h). It knows nothing
+// of leases or decisions beyond the scripts' reply shapes.
+//
 // The Redis client thread: a libevent loop owning async hiredis contexts.
 //
 // Callers on any thread Submit() commands; they go through a bounded
@@ -27,7 +34,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
-#include "redis/command_queue.h"
+#include "base/mpsc_queue.h"
 #include "redis/endpoint.h"
 #include "redis/reply.h"
 #include "tokenlease/redis.h"
@@ -48,7 +55,7 @@ struct LuaScript {
 
 class RedisClient {
  public:
-  // `options` must be valid (ValidateRedisOptions); `address` is the
+  // `options` must be valid (RedisOptions::Validate); `address` is the
   // numeric host (ResolveHost) or the socket path.
   static absl::StatusOr<std::unique_ptr<RedisClient>> Create(
       const RedisOptions& options, RedisEndpoint endpoint, std::string address);
@@ -67,18 +74,31 @@ class RedisClient {
                             std::vector<std::string> args, ReplyCallback done,
                             absl::Duration timeout = absl::ZeroDuration());
 
-  // Batching: between BeginBatch() and EndBatch() on one thread, submits
-  // only queue; EndBatch() wakes the client thread once, so the whole batch
-  // leaves in one write (unless the loop was already awake and picks part
-  // of it up early). Other threads are unaffected.
-  void BeginBatch() {
-    batching_ = true;
-    batched_ = 0;
-  }
-  void EndBatch() {
-    batching_ = false;
-    if (batched_ > 0) Wake();
-  }
+  // Submits from one thread that leave in one write: submits through a
+  // Batch only queue, and its destruction wakes the client thread once (a
+  // loop already awake may pick part of the batch up early). A Batch
+  // belongs to the thread that made it; other threads' submits are
+  // unaffected.
+  class Batch {
+   public:
+    explicit Batch(RedisClient* client) : client_(client) {}
+    ~Batch() {
+      if (queued_ > 0) client_->Wake();
+    }
+    Batch(const Batch&) = delete;
+    Batch& operator=(const Batch&) = delete;
+
+    // As RedisClient::SubmitScript, without waking the client thread.
+    absl::Status SubmitScript(const LuaScript& script,
+                              std::vector<std::string> args, ReplyCallback done,
+                              absl::Duration timeout = absl::ZeroDuration());
+    // Commands queued through this batch so far.
+    int queued() const { return queued_; }
+
+   private:
+    RedisClient* const client_;
+    int queued_ = 0;
+  };
 
   RedisStats stats() const;
   bool connected() const {
@@ -94,11 +114,12 @@ class RedisClient {
 
   RedisClient(const RedisOptions& options, RedisEndpoint endpoint,
               std::string address);
-  absl::Status Enqueue(Command* cmd);
+  // Queues `cmd` (taking ownership) and, if `wake`, wakes the loop.
+  absl::Status Enqueue(Command* cmd, bool wake);
+  Command* NewScriptCommand(const LuaScript& script,
+                            std::vector<std::string> args, ReplyCallback done,
+                            absl::Duration timeout);
   void Wake();
-
-  static thread_local bool batching_;
-  static thread_local int batched_;  // commands queued since BeginBatch()
 
   const RedisOptions options_;
   const RedisEndpoint endpoint_;

@@ -1,55 +1,43 @@
 // The public RedisConnection: options validation and the client's owner.
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
+#include "core/options_checks.h"
 #include "redis/endpoint.h"
 #include "redis/redis_client.h"
 #include "tokenlease/redis.h"
 
 namespace tokenlease {
-namespace {
-
-absl::Status CheckDuration(const char* field, absl::Duration value,
-                           absl::Duration lo, absl::Duration hi) {
-  if (value < lo || value > hi) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "RedisOptions.", field, " is ", absl::FormatDuration(value),
-        "; it must be between ", absl::FormatDuration(lo), " and ",
-        absl::FormatDuration(hi)));
-  }
-  return absl::OkStatus();
-}
-
-}  // namespace
-
-absl::Status ValidateRedisOptions(const RedisOptions& o) {
-  absl::StatusOr<internal::RedisEndpoint> ep = internal::ParseRedisUrl(o.url);
+absl::Status RedisOptions::Validate() const {
+  absl::StatusOr<internal::RedisEndpoint> ep = internal::ParseRedisUrl(url);
   if (!ep.ok()) {
     return absl::InvalidArgumentError(
         absl::StrCat("RedisOptions.url: ", ep.status().message()));
   }
+  using internal::CheckDuration;
   const absl::Duration ms = absl::Milliseconds(1);
   const absl::Duration minute = absl::Minutes(1);
-  for (absl::Status s :
-       {CheckDuration("connect_timeout", o.connect_timeout, ms, minute),
-        CheckDuration("command_timeout", o.command_timeout, ms, minute),
-        CheckDuration("reconnect_min_backoff", o.reconnect_min_backoff, ms,
-                      minute),
-        CheckDuration("reconnect_max_backoff", o.reconnect_max_backoff,
-                      o.reconnect_min_backoff, minute),
-        CheckDuration("shutdown_grace", o.shutdown_grace, absl::ZeroDuration(),
-                      minute)}) {
-    if (!s.ok()) return s;
-  }
-  if (o.max_pending < 2 || o.max_pending > (size_t{1} << 24)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("RedisOptions.max_pending is ", o.max_pending,
-                     "; it must be between 2 and 16777216"));
-  }
-  return absl::OkStatus();
+  return internal::FirstError({
+      CheckDuration("RedisOptions.connect_timeout", connect_timeout, ms,
+                    minute),
+      CheckDuration("RedisOptions.command_timeout", command_timeout, ms,
+                    minute),
+      CheckDuration("RedisOptions.reconnect_min_backoff", reconnect_min_backoff,
+                    ms, minute),
+      CheckDuration("RedisOptions.reconnect_max_backoff", reconnect_max_backoff,
+                    reconnect_min_backoff, minute),
+      CheckDuration("RedisOptions.shutdown_grace", shutdown_grace,
+                    absl::ZeroDuration(), minute),
+      internal::CheckInteger(
+          "RedisOptions.max_pending",
+          static_cast<int64_t>(std::min<size_t>(max_pending, size_t{1} << 40)),
+          2, int64_t{1} << 24),
+  });
 }
 
 absl::StatusOr<std::shared_ptr<RedisConnection>> RedisConnection::Create(
     const RedisOptions& options) {
-  if (absl::Status s = ValidateRedisOptions(options); !s.ok()) return s;
+  if (absl::Status s = options.Validate(); !s.ok()) return s;
   absl::StatusOr<internal::RedisEndpoint> ep =
       internal::ParseRedisUrl(options.url);
   if (!ep.ok()) return ep.status();

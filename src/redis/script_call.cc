@@ -5,6 +5,8 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
+#include "base/absl_view.h"
+#include "local/spec_facts.h"
 
 namespace tokenlease::internal {
 namespace {
@@ -29,11 +31,6 @@ const char* RefillName(Refill r) {
 }
 const char* AnchorName(WindowAnchor a) {
   return a == WindowAnchor::kAligned ? "aligned" : "first_request";
-}
-
-bool IsBucket(const Band& b) {
-  return b.algorithm == Algorithm::kTokenBucket ||
-         b.algorithm == Algorithm::kGcra;
 }
 
 void AppendSpec(const LimitSpec& spec, std::vector<std::string>& out) {
@@ -101,7 +98,7 @@ absl::Status ValidateScriptSpec(const LimitSpec& spec) {
     }
     const int64_t period = Micros(b.period);
     if (IsBucket(b)) {
-      const int64_t burst = b.burst > 0 ? b.burst : b.limit;
+      const int64_t burst = EffectiveBurst(b);
       const int64_t g = std::gcd(period, b.limit);
       const __int128 p = period / g, l = b.limit / g;
       const bool smooth =
@@ -149,6 +146,18 @@ absl::Status ValidateScriptSpec(const LimitSpec& spec) {
         }
       }
     }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ValidateKeyPrefix(std::string_view field,
+                               std::string_view prefix) {
+  if (prefix.empty() || prefix.size() > 256 ||
+      prefix.find_first_of("{}") != std::string_view::npos) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        AbslView(field), " \"", AbslView(prefix),
+        "\" must be 1 to 256 bytes without '{' or '}' (the prefix and key "
+        "form the Redis Cluster hash tag)"));
   }
   return absl::OkStatus();
 }

@@ -57,6 +57,11 @@ struct ReleaseArgs {
   int64_t now_us = -1;
 };
 
+// A key prefix both shared modes accept: 1 to 256 bytes without '{' or '}'
+// (prefix and key form the Redis Cluster hash tag). `field` names the
+// option in the error ("DirectLimiterOptions.key_prefix").
+absl::Status ValidateKeyPrefix(std::string_view field, std::string_view prefix);
+
 // The hash tag every key of limit `name` shares: "{<prefix><name>}".
 std::string LimitKeyTag(std::string_view prefix, std::string_view name);
 // The keys of the acquire script, in order: "<tag>:b<i>" per band, and

@@ -9,37 +9,40 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
-#include "redis/notification.h"
-#include "redis/redis_server.h"
+#include "base/notification.h"
+#include "testing/redis_test.h"
+#include "testing/specs.h"
 #include "tokenlease/direct.h"
 
 namespace tokenlease {
 namespace {
 
 using ::testing::HasSubstr;
-using ::tokenlease::testing::RedisServer;
+using ::tokenlease::testing::AnchoredAt;
 
 constexpr absl::Duration kWaitBound = absl::Seconds(20);
 
-class DirectLimiterTest : public ::testing::Test {
+// An aligned window spec whose windows start now (see AnchoredAt).
+LimitSpec Anchored(LimitSpec spec) {
+  return AnchoredAt(std::move(spec), absl::Now());
+}
+
+// Direct limiters on one connection to the test's server (the shared one,
+// or a private one for the fault tests).
+template <typename ServerFixture>
+class DirectFixture : public ServerFixture {
  protected:
   void SetUp() override {
-    absl::Status s = server_.Start();
-    ASSERT_TRUE(s.ok()) << s;
-    RedisOptions redis;
-    redis.url = server_.url();
-    redis.reconnect_min_backoff = absl::Milliseconds(5);
-    redis.reconnect_max_backoff = absl::Milliseconds(100);
-    auto conn = RedisConnection::Create(redis);
-    ASSERT_TRUE(conn.ok()) << conn.status();
-    connection_ = *conn;
+    ServerFixture::SetUp();
+    if (this->HasFatalFailure()) return;
+    connection_ = this->NewConnection();
+    ASSERT_NE(connection_, nullptr);
   }
 
-  std::unique_ptr<DirectLimiter> Make(LimitSpec spec,
-                                      std::string prefix = "t:") {
+  std::unique_ptr<DirectLimiter> Make(LimitSpec spec) {
     DirectLimiterOptions options;
     options.connection = connection_;
-    options.key_prefix = std::move(prefix);
+    options.key_prefix = this->prefix();
     options.timeout = absl::Seconds(5);
     auto limiter = DirectLimiter::Create(std::move(spec), options);
     EXPECT_TRUE(limiter.ok()) << limiter.status();
@@ -48,18 +51,21 @@ class DirectLimiterTest : public ::testing::Test {
 
   // Keys of the server matching `pattern`.
   std::vector<std::string> Keys(const std::string& pattern) {
-    auto out = server_.Command({"KEYS", pattern});
+    auto out = this->server().Command({"KEYS", pattern});
     if (!out.ok() || *out == "[]") return {};
     std::string list = out->substr(1, out->size() - 2);
     return absl::StrSplit(list, ", ");
   }
 
-  RedisServer server_;
   std::shared_ptr<RedisConnection> connection_;
 };
 
+using DirectLimiterTest = DirectFixture<testing::RedisTest>;
+// Tests that pause or kill their server.
+using DirectLimiterFaultTest = DirectFixture<testing::PrivateRedisTest>;
+
 TEST_F(DirectLimiterTest, ExactCountAndDenialFields) {
-  auto limiter = Make(LimitSpec::FixedWindow(5, absl::Hours(1)));
+  auto limiter = Make(Anchored(LimitSpec::FixedWindow(5, absl::Hours(1))));
   for (int i = 0; i < 5; ++i) {
     auto d = limiter->TryAcquire("user:1");
     ASSERT_TRUE(d.ok()) << d.status();
@@ -87,14 +93,12 @@ TEST_F(DirectLimiterTest, ExactCountAndDenialFields) {
 TEST_F(DirectLimiterTest, TwoProcessesWorthOfLimitersShareOneLimit) {
   // Two limiters on two connections (as two processes would be) with the
   // same prefix, key and spec share one limit.
-  RedisOptions redis;
-  redis.url = server_.url();
-  auto other_conn = RedisConnection::Create(redis);
-  ASSERT_TRUE(other_conn.ok());
+  auto other_conn = NewConnection();
+  ASSERT_NE(other_conn, nullptr);
   auto a = Make(LimitSpec::TokenBucket(10, absl::Hours(1)));
   DirectLimiterOptions options;
-  options.connection = *other_conn;
-  options.key_prefix = "t:";
+  options.connection = other_conn;
+  options.key_prefix = prefix();
   auto b = DirectLimiter::Create(LimitSpec::TokenBucket(10, absl::Hours(1)),
                                  options);
   ASSERT_TRUE(b.ok());
@@ -179,8 +183,8 @@ TEST_F(DirectLimiterTest, WrongTypeKeyIsAClearErrorNotACrash) {
   std::vector<std::string> keys = Keys("*victim*");
   ASSERT_FALSE(keys.empty());
   for (const auto& k : keys) {
-    ASSERT_TRUE(server_.Command({"DEL", k}).ok());
-    ASSERT_TRUE(server_.Command({"LPUSH", k, "x"}).ok());
+    ASSERT_TRUE(server().Command({"DEL", k}).ok());
+    ASSERT_TRUE(server().Command({"LPUSH", k, "x"}).ok());
   }
   auto d = limiter->TryAcquire("victim");
   ASSERT_FALSE(d.ok());
@@ -194,9 +198,9 @@ TEST_F(DirectLimiterTest, WrongTypeKeyIsAClearErrorNotACrash) {
 }
 
 TEST_F(DirectLimiterTest, SurvivesScriptFlush) {
-  auto limiter = Make(LimitSpec::FixedWindow(3, absl::Hours(1)));
+  auto limiter = Make(Anchored(LimitSpec::FixedWindow(3, absl::Hours(1))));
   ASSERT_TRUE(limiter->TryAcquire("f").ok());
-  ASSERT_TRUE(server_.Command({"SCRIPT", "FLUSH"}).ok());
+  ASSERT_TRUE(server().Command({"SCRIPT", "FLUSH"}).ok());
   auto d = limiter->TryAcquire("f");
   ASSERT_TRUE(d.ok()) << d.status();
   EXPECT_TRUE(d->allowed);
@@ -204,16 +208,16 @@ TEST_F(DirectLimiterTest, SurvivesScriptFlush) {
   EXPECT_GE(connection_->stats().script_reloads, 1u);
 }
 
-TEST_F(DirectLimiterTest, FrozenServerFailsByTheDeadlineThenRecovers) {
+TEST_F(DirectLimiterFaultTest, FrozenServerFailsByTheDeadlineThenRecovers) {
   auto limiter = Make(LimitSpec::FixedWindow(100, absl::Hours(1)));
   ASSERT_TRUE(limiter->TryAcquire("z").ok());
-  server_.Pause();
+  server().Pause();
   const auto start = std::chrono::steady_clock::now();
   auto d = limiter->TryAcquire("z", 1, absl::Milliseconds(150));
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5));
   ASSERT_FALSE(d.ok());
   EXPECT_EQ(d.status().code(), absl::StatusCode::kDeadlineExceeded);
-  server_.Resume();
+  server().Resume();
   const absl::Time end = absl::Now() + kWaitBound;
   while (absl::Now() < end) {
     d = limiter->TryAcquire("z", 1, absl::Milliseconds(300));
@@ -223,13 +227,13 @@ TEST_F(DirectLimiterTest, FrozenServerFailsByTheDeadlineThenRecovers) {
   EXPECT_TRUE(d->allowed);
 }
 
-TEST_F(DirectLimiterTest, KilledServerFailsThenRecoversAfterRestart) {
+TEST_F(DirectLimiterFaultTest, KilledServerFailsThenRecoversAfterRestart) {
   auto limiter = Make(LimitSpec::FixedWindow(100, absl::Hours(1)));
   ASSERT_TRUE(limiter->TryAcquire("r").ok());
-  server_.Kill();
+  server().Kill();
   auto d = limiter->TryAcquire("r", 1, absl::Milliseconds(150));
   ASSERT_FALSE(d.ok());
-  ASSERT_TRUE(server_.Restart().ok());
+  ASSERT_TRUE(server().Restart().ok());
   const absl::Time end = absl::Now() + kWaitBound;
   while (absl::Now() < end) {
     d = limiter->TryAcquire("r", 1, absl::Milliseconds(300));
@@ -265,18 +269,25 @@ TEST_F(DirectLimiterTest, CreateRejectsBadInput) {
 
 TEST_F(DirectLimiterTest, ServerTimeNotClientTime) {
   // Decisions use Redis TIME: the reset of a fresh fixed window agrees
-  // with the server's clock.
-  auto limiter = Make(LimitSpec::FixedWindow(1, absl::Seconds(10)));
+  // with the server's clock. Windows start when the test does, so no
+  // window boundary falls between the call and the TIME below.
+  const LimitSpec spec = Anchored(LimitSpec::FixedWindow(1, absl::Seconds(10)));
+  const int64_t offset_us =
+      absl::ToInt64Microseconds(spec.bands[0].window_offset);
+  auto limiter = Make(spec);
   auto d = limiter->TryAcquire("time");
   ASSERT_TRUE(d.ok());
-  auto t = server_.Command({"TIME"});
+  auto t = server().Command({"TIME"});
   ASSERT_TRUE(t.ok());
   std::vector<std::string> parts =
       absl::StrSplit(t->substr(1, t->size() - 2), ", ");
   ASSERT_EQ(parts.size(), 2u);
   const int64_t server_us =
       std::stoll(parts[0]) * 1000000 + std::stoll(parts[1]);
-  const int64_t window_end_us = (server_us / 10000000 + 1) * 10000000;
+  const int64_t elapsed_us = server_us - offset_us;  // >= 0: same host clock
+  ASSERT_GE(elapsed_us, 0);
+  const int64_t window_end_us =
+      offset_us + (elapsed_us / 10000000 + 1) * 10000000;
   // reset_after points at the end of the server's current window (within
   // the time between the two calls).
   const int64_t predicted_reset_us = window_end_us - server_us;

@@ -1,6 +1,10 @@
 // Leased mode against a real redis-server: prefetch, expiry and return,
 // release at shutdown, denial caching, cold-key policies, charges, and a
-// shared limit held across two instances.
+// shared limit held across two instances. A test that waits for the
+// reconciler uses LeasedLimiter::Sync (a synchronisation point: every
+// request made before it is answered and applied) instead of polling.
+// Windows start when the test does (AnchoredAt), so no test depends on the
+// time of day.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -12,7 +16,8 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "redis/redis_server.h"
+#include "testing/redis_test.h"
+#include "testing/specs.h"
 #include "tokenlease/direct.h"
 #include "tokenlease/leased.h"
 
@@ -20,46 +25,38 @@ namespace tokenlease {
 namespace {
 
 using ::testing::HasSubstr;
-using ::tokenlease::testing::RedisServer;
+using ::tokenlease::testing::AnchoredAt;
 
-constexpr absl::Duration kWaitBound = absl::Seconds(20);
+// The longest a test waits for Redis (through Sync or ReturnAll).
+constexpr absl::Duration kSyncBound = absl::Seconds(20);
+// Rounds of "decide, then Sync" a test allows before giving up.
+constexpr int kMaxRounds = 200;
 
-// Polls `cond` every millisecond until it holds or kWaitBound passes.
-template <typename Cond>
-bool WaitFor(Cond cond) {
-  const absl::Time end = absl::Now() + kWaitBound;
-  while (absl::Now() < end) {
-    if (cond()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  }
-  return cond();
+// Waits for `limiter`'s reconciler to answer every request made so far.
+void Sync(LeasedLimiter& limiter) {
+  const absl::Status s = limiter.Sync(kSyncBound);
+  ASSERT_TRUE(s.ok()) << s;
 }
 
-class LeasedLimiterTest : public ::testing::Test {
+// An aligned window spec whose windows start now (see AnchoredAt).
+LimitSpec Anchored(LimitSpec spec) {
+  return AnchoredAt(std::move(spec), absl::Now());
+}
+
+// Leased limiters on the fixture's server (`Fixture` is RedisTest, or
+// PrivateRedisTest for the tests that freeze their server).
+template <typename Fixture>
+class LeasedFixture : public Fixture {
  protected:
-  void SetUp() override {
-    absl::Status s = server_.Start();
-    ASSERT_TRUE(s.ok()) << s;
-  }
-
-  std::shared_ptr<RedisConnection> NewConnection() {
-    RedisOptions redis;
-    redis.url = server_.url();
-    redis.reconnect_min_backoff = absl::Milliseconds(5);
-    redis.reconnect_max_backoff = absl::Milliseconds(100);
-    auto conn = RedisConnection::Create(redis);
-    EXPECT_TRUE(conn.ok()) << conn.status();
-    return conn.ok() ? *conn : nullptr;
-  }
-
-  std::unique_ptr<LeasedLimiter> Make(LimitSpec spec, LeaseOptions lease,
+  std::unique_ptr<LeasedLimiter> Make(const LimitSpec& spec,
+                                      const LeaseOptions& lease,
                                       Clock* clock = nullptr) {
     LeasedLimiterOptions options;
-    options.connection = NewConnection();
-    options.key_prefix = "lt:";
+    options.connection = this->NewConnection();
+    options.key_prefix = this->prefix();
     options.lease = lease;
     options.clock = clock;
-    auto limiter = LeasedLimiter::Create(std::move(spec), options);
+    auto limiter = LeasedLimiter::Create(spec, options);
     EXPECT_TRUE(limiter.ok()) << limiter.status();
     return limiter.ok() ? *std::move(limiter) : nullptr;
   }
@@ -68,17 +65,19 @@ class LeasedLimiterTest : public ::testing::Test {
   // call charges nothing).
   int64_t RedisRemaining(const LimitSpec& spec, const std::string& key) {
     DirectLimiterOptions options;
-    options.connection = NewConnection();
-    options.key_prefix = "lt:";
+    options.connection = this->NewConnection();
+    options.key_prefix = this->prefix();
     auto direct = DirectLimiter::Create(spec, options);
     EXPECT_TRUE(direct.ok()) << direct.status();
     auto d = (*direct)->TryAcquire(key, 0, absl::Seconds(5));
     EXPECT_TRUE(d.ok()) << d.status();
     return d.ok() ? d->remaining : -1;
   }
-
-  RedisServer server_;
 };
+
+using LeasedLimiterTest = LeasedFixture<tokenlease::testing::RedisTest>;
+using LeasedLimiterFaultTest =
+    LeasedFixture<tokenlease::testing::PrivateRedisTest>;
 
 TEST_F(LeasedLimiterTest, ColdKeyDeniesThenServesFromTheLease) {
   LeaseOptions lease;
@@ -88,24 +87,28 @@ TEST_F(LeasedLimiterTest, ColdKeyDeniesThenServesFromTheLease) {
   EXPECT_FALSE(d.allowed);
   EXPECT_EQ(d.source, DecisionSource::kLease);
   EXPECT_GT(d.retry_after_ns, 0);
-  ASSERT_TRUE(WaitFor([&] { return limiter->TryAcquire("k").allowed; }));
+  Sync(*limiter);  // the lease the denial asked for has landed
   const LeaseStats stats = limiter->stats();
-  EXPECT_GE(stats.lease_requests, 1u);
-  EXPECT_GE(stats.tokens_granted, 1u);
+  EXPECT_EQ(stats.lease_requests, 1u);
   // A cold key starts with a one-token lease (it may be used only once).
-  EXPECT_LE(stats.tokens_granted, 4u);
+  EXPECT_EQ(stats.tokens_granted, 1u);
+  d = limiter->TryAcquire("k");
+  EXPECT_TRUE(d.allowed);
+  EXPECT_EQ(d.source, DecisionSource::kLease);
 }
 
-// Drives `key` until its lease target has grown to at least `low_water`
-// (a key's target doubles each time it runs dry before its refill lands).
+// Drives `key` until its lease target has grown to at least `low_water`:
+// a key's target doubles each time it runs dry while its refill is on the
+// way, so each round spends the key dry, then lets the refill land. Ends
+// with the reconciler synced (no refill in flight).
 void WarmUp(LeasedLimiter& limiter, const LeaseHandle& h,
             const std::string& key, int64_t low_water) {
-  const absl::Time end = absl::Now() + kWaitBound;
-  while (absl::Now() < end) {
-    for (int i = 0; i < 1000; ++i) limiter.TryAcquire(h);
+  for (int round = 0; round < kMaxRounds; ++round) {
+    for (int i = 0; i < 100000 && limiter.TryAcquire(h).allowed; ++i) {
+    }
+    Sync(limiter);
     auto info = limiter.Inspect(key);
     if (info.ok() && info->low_water >= low_water) return;
-    std::this_thread::sleep_for(std::chrono::microseconds(200));
   }
   FAIL() << "the lease of " << key << " did not grow";
 }
@@ -116,14 +119,11 @@ TEST_F(LeasedLimiterTest, HotKeysGrowTheirLeaseAndPrefetch) {
   auto h = limiter->Resolve("p");
   ASSERT_TRUE(h.ok());
   WarmUp(*limiter, *h, "p", 8);
-  // Let the key settle with a full lease: wait for any refill in flight.
-  ASSERT_TRUE(WaitFor([&] {
-    auto i = limiter->Inspect("p");
-    return i.ok() && !i->refill_pending && i->balance >= i->low_water;
-  }));
   auto info = limiter->Inspect("p");
   ASSERT_TRUE(info.ok());
   ASSERT_TRUE(info->has_lease);
+  ASSERT_FALSE(info->refill_pending);
+  ASSERT_GE(info->balance, info->low_water);
   // Spend down to just below the low-water mark: the refill is asked for
   // while tokens remain...
   int64_t remaining = info->balance;
@@ -137,10 +137,7 @@ TEST_F(LeasedLimiterTest, HotKeysGrowTheirLeaseAndPrefetch) {
   ASSERT_TRUE(after.ok());
   EXPECT_TRUE(after->refill_pending || after->balance > remaining);
   // ...and lands before the key runs dry (nothing is spent meanwhile).
-  ASSERT_TRUE(WaitFor([&] {
-    auto i = limiter->Inspect("p");
-    return i.ok() && (i->balance > remaining || i->denied);
-  }));
+  Sync(*limiter);
   EXPECT_GT(limiter->Inspect("p")->balance, remaining);
 }
 
@@ -150,100 +147,82 @@ TEST_F(LeasedLimiterTest, ExpiredLeaseIsReturnedToRedis) {
   lease.lease_ttl = absl::Minutes(10);
   lease.idle_evict = absl::Hours(1);
   // A fixed window of an hour: nothing refills during the test.
-  const LimitSpec spec = LimitSpec::FixedWindow(100000, absl::Hours(1));
+  const LimitSpec spec =
+      Anchored(LimitSpec::FixedWindow(100000, absl::Hours(1)));
   auto limiter = Make(spec, lease, &clock);
   auto h = limiter->Resolve("e");
   ASSERT_TRUE(h.ok());
   WarmUp(*limiter, *h, "e", 4);
-  ASSERT_TRUE(WaitFor([&] {
-    auto i = limiter->Inspect("e");
-    return i.ok() && !i->refill_pending && i->balance > 0;
-  }));
   const int64_t held = limiter->Inspect("e")->balance;
+  ASSERT_GT(held, 0);
   const int64_t granted = static_cast<int64_t>(limiter->stats().tokens_granted);
   EXPECT_EQ(RedisRemaining(spec, "e"), 100000 - granted);
   // Past lease_ttl on the reconciler's clock: the leftover goes back.
   clock.Advance(absl::Minutes(11));
-  ASSERT_TRUE(WaitFor([&] {
-    return static_cast<int64_t>(limiter->stats().tokens_returned) == held;
-  })) << limiter->stats().tokens_returned
-      << " of " << held;
+  Sync(*limiter);
+  EXPECT_EQ(static_cast<int64_t>(limiter->stats().tokens_returned), held);
   EXPECT_EQ(limiter->Inspect("e")->balance, 0);
   EXPECT_FALSE(limiter->Inspect("e")->has_lease);
   EXPECT_EQ(RedisRemaining(spec, "e"), 100000 - granted + held);
 }
 
+// Destroying the limiter returns every unused token, so only what was
+// spent stays counted in Redis. Also when a refill landed while the key
+// still held tokens ("merged"): it merges them into the new lease, and the
+// return gives back what is left of both grants, each under its own lease
+// id.
 TEST_F(LeasedLimiterTest, DestructionReturnsUnusedTokens) {
-  const LimitSpec spec = LimitSpec::FixedWindow(5000, absl::Hours(1));
+  const LimitSpec spec = Anchored(LimitSpec::FixedWindow(5000, absl::Hours(1)));
   LeaseOptions lease;
   lease.lease_ttl = absl::Hours(1);
   lease.idle_evict = absl::Hours(2);
-  int64_t used = 0;
-  {
-    auto limiter = Make(spec, lease);
-    auto h = limiter->Resolve("d");
-    ASSERT_TRUE(h.ok());
-    WarmUp(*limiter, *h, "d", 4);
-    ASSERT_TRUE(WaitFor([&] {
-      auto i = limiter->Inspect("d");
-      return i.ok() && !i->refill_pending && i->balance > 0;
-    }));
-    const int64_t granted =
-        static_cast<int64_t>(limiter->stats().tokens_granted);
-    used = granted - limiter->Inspect("d")->balance;
-    ASSERT_EQ(RedisRemaining(spec, "d"), 5000 - granted);
-  }
-  // Destroyed: only what was spent stays counted.
-  EXPECT_EQ(RedisRemaining(spec, "d"), 5000 - used);
-}
-
-// A refill that lands while the key still holds tokens merges them into
-// the new lease; on return both grants give back what is left, each under
-// its own lease id, so nothing stays counted that was not spent.
-TEST_F(LeasedLimiterTest, LeftoversMergedIntoANewLeaseAreReturnedToo) {
-  const LimitSpec spec = LimitSpec::FixedWindow(5000, absl::Hours(1));
-  LeaseOptions lease;
-  lease.lease_ttl = absl::Hours(1);
-  lease.idle_evict = absl::Hours(2);
-  int64_t used = 0;
-  {
-    auto limiter = Make(spec, lease);
-    auto h = limiter->Resolve("m");
-    ASSERT_TRUE(h.ok());
-    WarmUp(*limiter, *h, "m", 4);
-    auto settled = [&] {
-      auto i = limiter->Inspect("m");
-      return i.ok() && !i->refill_pending && i->balance > 0;
-    };
-    ASSERT_TRUE(WaitFor(settled));
-    // Spend one at a time until a refill is asked for, with tokens left.
-    bool asked = false;
-    for (int i = 0; i < 10000 && !asked; ++i) {
-      ASSERT_TRUE(limiter->TryAcquire(*h).allowed);
-      asked = limiter->Inspect("m")->refill_pending;
+  for (const bool merged : {false, true}) {
+    const std::string key = merged ? "merged" : "plain";
+    SCOPED_TRACE(key);
+    int64_t used = 0;
+    {
+      auto limiter = Make(spec, lease);
+      auto h = limiter->Resolve(key);
+      ASSERT_TRUE(h.ok());
+      WarmUp(*limiter, *h, key, 4);
+      ASSERT_GT(limiter->Inspect(key)->balance, 0);
+      if (merged) {
+        // Spend one at a time until a refill is asked for, with tokens
+        // left; the refill then merges into the leftover.
+        bool asked = false;
+        for (int i = 0; i < 10000 && !asked; ++i) {
+          ASSERT_TRUE(limiter->TryAcquire(*h).allowed);
+          asked = limiter->Inspect(key)->refill_pending;
+        }
+        ASSERT_TRUE(asked);
+        ASSERT_GT(limiter->Inspect(key)->balance, 0);
+        Sync(*limiter);
+      }
+      const int64_t granted =
+          static_cast<int64_t>(limiter->stats().tokens_granted);
+      used = granted - limiter->Inspect(key)->balance;
+      ASSERT_EQ(RedisRemaining(spec, key), 5000 - granted);
     }
-    ASSERT_TRUE(asked);
-    ASSERT_GT(limiter->Inspect("m")->balance, 0);
-    ASSERT_TRUE(WaitFor(settled));
-    const int64_t granted =
-        static_cast<int64_t>(limiter->stats().tokens_granted);
-    used = granted - limiter->Inspect("m")->balance;
+    // Destroyed: only what was spent stays counted.
+    EXPECT_EQ(RedisRemaining(spec, key), 5000 - used);
   }
-  EXPECT_EQ(RedisRemaining(spec, "m"), 5000 - used);
 }
 
 TEST_F(LeasedLimiterTest, RefusalIsCachedLocally) {
   LeaseOptions lease;
   lease.cold_key_policy = ColdKeyPolicy::kWait;
   lease.cold_wait = absl::Seconds(1);
-  auto limiter = Make(LimitSpec::FixedWindow(5, absl::Hours(1)), lease);
+  auto limiter =
+      Make(Anchored(LimitSpec::FixedWindow(5, absl::Hours(1))), lease);
   int admitted = 0;
-  for (int i = 0; i < 5; ++i) admitted += limiter->TryAcquire("c").allowed;
-  // Tokens arrive in leases; wait until the window is used up.
-  ASSERT_TRUE(WaitFor([&] {
+  // Tokens arrive in leases; spend until Redis refuses (the window is used
+  // up).
+  for (int round = 0;
+       round < kMaxRounds && limiter->stats().denied_by_redis == 0; ++round) {
     admitted += limiter->TryAcquire("c").allowed;
-    return limiter->stats().denied_by_redis >= 1;
-  }));
+    Sync(*limiter);
+  }
+  ASSERT_GE(limiter->stats().denied_by_redis, 1u);
   EXPECT_LE(admitted, 5);
   const uint64_t requests = limiter->stats().lease_requests;
   Decision d;
@@ -266,28 +245,28 @@ TEST_F(LeasedLimiterTest, AfterARefusalOnlyKeysWithDemandAskAgain) {
   // Key "idle": one token, spent; the next decision is refused by Redis.
   // Key "busy": the same, plus a decision while the refusal is cached.
   for (const char* key : {"idle", "busy"}) {
-    // Spending the only token asks for more (below the low-water mark).
-    ASSERT_TRUE(WaitFor([&] { return limiter->TryAcquire(key).allowed; }));
-    ASSERT_TRUE(WaitFor([&] {
-      auto i = limiter->Inspect(key);
-      return i.ok() && i->denied;
-    }));
+    EXPECT_FALSE(limiter->TryAcquire(key).allowed);  // cold: asks
+    Sync(*limiter);
+    // Spending the only token asks for more (below the low-water mark),
+    // which Redis refuses.
+    ASSERT_TRUE(limiter->TryAcquire(key).allowed);
+    Sync(*limiter);
+    ASSERT_TRUE(limiter->Inspect(key)->denied);
   }
   EXPECT_FALSE(limiter->TryAcquire("busy").allowed);  // demand while denied
   const uint64_t requests = limiter->stats().lease_requests;
   clock.Advance(absl::Hours(2));  // both refusals are over
-  // ("busy" may be refused again at once: Redis's clock has not moved.)
-  ASSERT_TRUE(WaitFor([&] { return !limiter->Inspect("idle")->denied; }));
-  // "busy" asks again by itself; "idle" does not (no polling of idle keys).
-  ASSERT_TRUE(
-      WaitFor([&] { return limiter->stats().lease_requests == requests + 1; }));
-  // (Redis refuses it again: its clock has not moved by two hours.)
-  EXPECT_FALSE(limiter->Inspect("idle")->refill_pending);
+  Sync(*limiter);
+  // "busy" asked again by itself (and was refused again: Redis's clock has
+  // not moved by two hours); "idle" did not (no polling of idle keys).
   EXPECT_EQ(limiter->stats().lease_requests, requests + 1);
+  EXPECT_FALSE(limiter->Inspect("idle")->denied);
+  EXPECT_FALSE(limiter->Inspect("idle")->refill_pending);
+  EXPECT_TRUE(limiter->Inspect("busy")->denied);
   // A decision on "idle" asks again.
   EXPECT_FALSE(limiter->TryAcquire("idle").allowed);
-  ASSERT_TRUE(
-      WaitFor([&] { return limiter->stats().lease_requests == requests + 2; }));
+  Sync(*limiter);
+  EXPECT_EQ(limiter->stats().lease_requests, requests + 2);
 }
 
 TEST_F(LeasedLimiterTest, LocalShareAdmitsColdKeysAndIsCharged) {
@@ -299,12 +278,11 @@ TEST_F(LeasedLimiterTest, LocalShareAdmitsColdKeysAndIsCharged) {
   Decision d = limiter->TryAcquire("s", 2);
   EXPECT_TRUE(d.allowed);
   EXPECT_EQ(d.source, DecisionSource::kFallback);
-  // Wait for the charge and for the lease request sent with it (whose
-  // grant Redis has counted once it is applied here).
-  ASSERT_TRUE(WaitFor([&] {
-    auto i = limiter->Inspect("s");
-    return limiter->stats().tokens_charged >= 2 && i.ok() && !i->refill_pending;
-  }));
+  // The charge and the lease request sent with it (whose grant Redis has
+  // counted once it is applied here).
+  Sync(*limiter);
+  EXPECT_EQ(limiter->stats().tokens_charged, 2u);
+  EXPECT_FALSE(limiter->Inspect("s")->refill_pending);
   // Redis counts the 2 unleased tokens plus whatever was leased since.
   const int64_t leased = static_cast<int64_t>(limiter->stats().tokens_granted);
   EXPECT_EQ(RedisRemaining(spec, "s"), 1000 - 2 - leased);
@@ -367,7 +345,7 @@ TEST_F(LeasedLimiterTest, TwoInstancesHoldTheSharedLimit) {
 // (Whether the handle reads or subtracts first is a speed hint, which
 // lease_bench's deny cases measure; both must give these results.)
 TEST_F(LeasedLimiterTest, SharedHandleAdmitsExactlyTheWindowAcrossRefusals) {
-  const LimitSpec spec = LimitSpec::FixedWindow(300, absl::Hours(1));
+  const LimitSpec spec = Anchored(LimitSpec::FixedWindow(300, absl::Hours(1)));
   LeaseOptions lease;
   lease.cold_key_policy = ColdKeyPolicy::kDeny;
   auto limiter = Make(spec, lease);
@@ -375,11 +353,9 @@ TEST_F(LeasedLimiterTest, SharedHandleAdmitsExactlyTheWindowAcrossRefusals) {
   ASSERT_TRUE(h.ok()) << h.status();
   // Cold: denied, then served through the same handle once a lease lands.
   EXPECT_FALSE(limiter->TryAcquire(*h).allowed);
-  int64_t first = 0;
-  ASSERT_TRUE(WaitFor([&] {
-    first = limiter->TryAcquire(*h).allowed ? 1 : 0;
-    return first == 1;
-  }));
+  Sync(*limiter);
+  ASSERT_TRUE(limiter->TryAcquire(*h).allowed);
+  const int64_t first = 1;
   // A cost beyond the burst is refused for good, and must not make later
   // lease requests ask for it (Redis would refuse them all).
   Decision huge = limiter->TryAcquire(*h, 301);
@@ -398,7 +374,14 @@ TEST_F(LeasedLimiterTest, SharedHandleAdmitsExactlyTheWindowAcrossRefusals) {
       admitted.fetch_add(mine);
     });
   }
-  EXPECT_TRUE(WaitFor([&] { return limiter->stats().denied_by_redis >= 1; }));
+  // Until Redis has refused once (the window is spent). The load threads
+  // make the progress, so the bound is a deadline; each round waits for
+  // the reconciler's answers (Sync), it does not spin.
+  const absl::Time deadline = absl::Now() + kSyncBound;
+  while (limiter->stats().denied_by_redis == 0 && absl::Now() < deadline) {
+    Sync(*limiter);
+  }
+  EXPECT_GE(limiter->stats().denied_by_redis, 1u);
   stop.store(true);
   for (auto& t : threads) t.join();
   // Spend what is left here: leftovers merged through two or more refills
@@ -406,7 +389,7 @@ TEST_F(LeasedLimiterTest, SharedHandleAdmitsExactlyTheWindowAcrossRefusals) {
   for (int i = 0; i < 300 && limiter->TryAcquire(*h, 1).allowed; ++i) {
     admitted.fetch_add(1);
   }
-  ASSERT_TRUE(limiter->ReturnAll(absl::Seconds(10)).ok());
+  ASSERT_TRUE(limiter->ReturnAll(kSyncBound).ok());
   EXPECT_LE(admitted.load(), 300);
   // Redis refuses only when it holds less than the largest cost asked for.
   EXPECT_GE(admitted.load(), 240);
@@ -417,21 +400,10 @@ TEST_F(LeasedLimiterTest, SharedHandleAdmitsExactlyTheWindowAcrossRefusals) {
 // limit of 40 per hour (nothing refills or slides out during the test)
 // and together admit exactly 40, which Redis then no longer has.
 TEST_F(LeasedLimiterTest, EveryAlgorithmAdmitsExactlyItsLimitAcrossInstances) {
-  LimitSpec composite = LimitSpec::FixedWindow(40, absl::Hours(1));
-  composite.bands.push_back(
-      LimitSpec::SlidingWindowLog(60, absl::Hours(2)).bands[0]);
-  const std::vector<std::pair<std::string, LimitSpec>> cases = {
-      {"token_bucket_smooth", LimitSpec::TokenBucket(40, absl::Hours(1))},
-      {"token_bucket_stepwise",
-       LimitSpec::TokenBucket(40, absl::Hours(1), 0, Refill::kStepwise)},
-      {"gcra", LimitSpec::Gcra(40, absl::Hours(1))},
-      {"fixed_window", LimitSpec::FixedWindow(40, absl::Hours(1))},
-      {"sliding_counter", LimitSpec::SlidingWindowCounter(40, absl::Hours(1))},
-      {"sliding_log", LimitSpec::SlidingWindowLog(40, absl::Hours(1))},
-      {"composite", composite},
-  };
-  for (const auto& [name, spec] : cases) {
+  for (const auto& [name, every] :
+       tokenlease::testing::EveryAlgorithm(40, absl::Hours(1))) {
     SCOPED_TRACE(name);
+    const LimitSpec spec = Anchored(every);
     LeaseOptions lease;
     lease.cold_key_policy = ColdKeyPolicy::kDeny;
     auto a = Make(spec, lease);
@@ -439,18 +411,23 @@ TEST_F(LeasedLimiterTest, EveryAlgorithmAdmitsExactlyItsLimitAcrossInstances) {
     ASSERT_TRUE(a != nullptr && b != nullptr);
     int64_t admitted = 0;
     // Both ask until Redis has refused each of them once.
-    const bool refused = WaitFor([&] {
+    for (int round = 0;
+         round < kMaxRounds &&
+         (a->stats().denied_by_redis == 0 || b->stats().denied_by_redis == 0);
+         ++round) {
       admitted += a->TryAcquire(name).allowed;
       admitted += b->TryAcquire(name).allowed;
-      return a->stats().denied_by_redis >= 1 && b->stats().denied_by_redis >= 1;
-    });
-    EXPECT_TRUE(refused);
+      Sync(*a);
+      Sync(*b);
+    }
+    ASSERT_GE(a->stats().denied_by_redis, 1u);
+    ASSERT_GE(b->stats().denied_by_redis, 1u);
     // Spend what the leases still hold (bounded: at most the limit).
     for (LeasedLimiter* l : {a.get(), b.get()}) {
       for (int i = 0; i < 40 && l->TryAcquire(name).allowed; ++i) ++admitted;
     }
-    ASSERT_TRUE(a->ReturnAll(absl::Seconds(10)).ok());
-    ASSERT_TRUE(b->ReturnAll(absl::Seconds(10)).ok());
+    ASSERT_TRUE(a->ReturnAll(kSyncBound).ok());
+    ASSERT_TRUE(b->ReturnAll(kSyncBound).ok());
     EXPECT_EQ(admitted, 40);
     EXPECT_EQ(RedisRemaining(spec, name), 0);
   }
@@ -459,6 +436,7 @@ TEST_F(LeasedLimiterTest, EveryAlgorithmAdmitsExactlyItsLimitAcrossInstances) {
 TEST_F(LeasedLimiterTest, CreateRejectsBadOptions) {
   LeasedLimiterOptions options;
   options.connection = NewConnection();
+  options.key_prefix = prefix();
   options.lease.low_water = 1.5;
   auto l = LeasedLimiter::Create(LimitSpec::Gcra(1, absl::Seconds(1)), options);
   ASSERT_FALSE(l.ok());
@@ -473,6 +451,31 @@ TEST_F(LeasedLimiterTest, CreateRejectsBadOptions) {
   l = LeasedLimiter::Create(LimitSpec::Gcra(1, absl::Seconds(1)), options);
   ASSERT_FALSE(l.ok());
   EXPECT_THAT(l.status().message(), HasSubstr("key_prefix"));
+  options.key_prefix = prefix();
+  options.shards = 3;
+  l = LeasedLimiter::Create(LimitSpec::Gcra(1, absl::Seconds(1)), options);
+  ASSERT_FALSE(l.ok());
+  EXPECT_THAT(l.status().message(), HasSubstr("LeasedLimiterOptions.shards"));
+  options.shards = 64;
+  options.max_keys = 0;
+  l = LeasedLimiter::Create(LimitSpec::Gcra(1, absl::Seconds(1)), options);
+  ASSERT_FALSE(l.ok());
+  EXPECT_THAT(l.status().message(), HasSubstr("LeasedLimiterOptions.max_keys"));
+}
+
+// Sync is a synchronisation point with a deadline: against a frozen server
+// it gives up in time and says why; once the server answers it succeeds.
+TEST_F(LeasedLimiterFaultTest, SyncFailsByItsDeadlineWhileRedisIsFrozen) {
+  auto limiter = Make(LimitSpec::Gcra(100, absl::Seconds(1)), LeaseOptions{});
+  server().Pause();
+  EXPECT_FALSE(limiter->TryAcquire("f").allowed);  // asks for a lease
+  const absl::Status s = limiter->Sync(absl::Milliseconds(100));
+  server().Resume();
+  EXPECT_EQ(s.code(), absl::StatusCode::kDeadlineExceeded) << s;
+  EXPECT_THAT(s.message(), HasSubstr("is Redis reachable"));
+  // The frozen call times out (and may be retried after a backoff); the
+  // reconciler goes quiet again once Redis answers.
+  Sync(*limiter);
 }
 
 TEST_F(LeasedLimiterTest, InvalidCostAndEmptyHandle) {

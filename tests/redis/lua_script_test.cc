@@ -6,11 +6,15 @@
 #include <vector>
 
 #include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "gtest/gtest.h"
-#include "redis/redis_server.h"
 #include "redis/reply.h"
 #include "redis/script_call.h"
+#include "testing/redis_test.h"
+#include "testing/scenarios.h"
+#include "testing/scripts.h"
+#include "testing/specs.h"
 #include "tokenlease/decision.h"
 #include "tokenlease_lua/scripts.h"
 
@@ -20,61 +24,55 @@ namespace {
 using internal::AcquireArgs;
 using internal::RedisReply;
 using internal::ReleaseArgs;
+using testing::At;
+using testing::CountIn;
+using testing::DailyAndWeeklyQuota;
+using testing::MaxInAnySpan;
 
 constexpr int64_t kT0 = int64_t{1767225600} * 1000000;
 
-class LuaScriptTest : public ::testing::Test {
- public:
-  static void SetUpTestSuite() {
-    server_ = new testing::RedisServer();
-    ASSERT_TRUE(server_->Start().ok());
-    auto client = testing::SyncClient::Connect(server_->port());
-    ASSERT_TRUE(client.ok()) << client.status();
-    client_ = client->release();
+class LuaScriptTest : public testing::RedisTest {
+ protected:
+  RedisReply Run(const std::vector<std::string>& cmd) {
+    return client().Run(cmd);
   }
-  static void TearDownTestSuite() {
-    delete client_;
-    delete server_;
+  RedisReply Eval(std::string_view script,
+                  const std::vector<std::string>& args) {
+    return client().Eval(script, args);
   }
-  static RedisReply Run(const std::vector<std::string>& cmd) {
-    return client_->Run(cmd);
+  // The scripts on key `name` under the prefix "t:" (tests are isolated by
+  // the FLUSHALL before each).
+  internal::AcquireResult Acquire(const LimitSpec& spec,
+                                  const std::string& name,
+                                  const AcquireArgs& a) {
+    return testing::ScriptAcquire(client(), spec, "t:", name, a);
   }
-  static RedisReply Eval(std::string_view script,
-                         const std::vector<std::string>& args) {
-    std::vector<std::string> cmd = {"EVAL", std::string(script)};
-    cmd.insert(cmd.end(), args.begin(), args.end());
-    return Run(cmd);
+  int64_t Release(const LimitSpec& spec, const std::string& name,
+                  const ReleaseArgs& a) {
+    return testing::ScriptRelease(client(), spec, "t:", name, a);
   }
-  static internal::AcquireResult Acquire(const LimitSpec& spec,
-                                         const std::string& name,
-                                         const AcquireArgs& a) {
-    auto r = internal::ParseAcquireReply(
-        Eval(internal::lua::kAcquireScript,
-             internal::AcquireArguments(spec, "t:", name, a)));
-    EXPECT_TRUE(r.ok()) << r.status();
-    return r.ok() ? *r : internal::AcquireResult{};
+  // One token: denied 1 us before `t`, granted at `t`; the grant.
+  internal::AcquireResult OpensAt(const LimitSpec& spec,
+                                  const std::string& name, int64_t t) {
+    SCOPED_TRACE(absl::StrCat("OpensAt(", name, ", ", t, ")"));
+    EXPECT_EQ(Acquire(spec, name, At(t - 1, 1, 1)).granted, 0);
+    const internal::AcquireResult r = Acquire(spec, name, At(t, 1, 1));
+    EXPECT_EQ(r.granted, 1);
+    return r;
   }
-  static int64_t Release(const LimitSpec& spec, const std::string& name,
-                         const ReleaseArgs& a) {
-    auto r = internal::ParseReleaseReply(
-        Eval(internal::lua::kReleaseScript,
-             internal::ReleaseArguments(spec, "t:", name, a)));
-    EXPECT_TRUE(r.ok()) << r.status();
-    return r.ok() ? *r : -1;
+  // One 1-token acquire per arrival; the times of those granted.
+  std::vector<int64_t> AdmittedTimes(const LimitSpec& spec,
+                                     const std::string& name,
+                                     const std::vector<int64_t>& arrivals) {
+    std::vector<int64_t> out;
+    for (int64_t t : arrivals) {
+      const internal::AcquireResult r = Acquire(spec, name, At(t, 1, 1));
+      EXPECT_EQ(r.now_us, t);
+      if (r.granted == 1) out.push_back(t);
+    }
+    return out;
   }
-  static AcquireArgs At(int64_t now_us, int64_t wanted, int64_t minimum) {
-    AcquireArgs a;
-    a.now_us = now_us;
-    a.wanted = wanted;
-    a.minimum = minimum;
-    return a;
-  }
-
-  static testing::RedisServer* server_;
-  static testing::SyncClient* client_;
 };
-testing::RedisServer* LuaScriptTest::server_ = nullptr;
-testing::SyncClient* LuaScriptTest::client_ = nullptr;
 
 TEST_F(LuaScriptTest, EvalShaMatchesEmbeddedDigest) {
   RedisReply r =
@@ -219,54 +217,10 @@ constexpr int64_t kSec = 1000000;  // us
 constexpr int64_t kHourUs = 3600 * kSec;
 constexpr int64_t kDayUs = 24 * kHourUs;
 
-// Largest number of times inside any half-open span of `span`.
-int64_t MaxInAnySpan(std::vector<int64_t> times, int64_t span) {
-  std::sort(times.begin(), times.end());
-  int64_t best = 0;
-  size_t lo = 0;
-  for (size_t hi = 0; hi < times.size(); ++hi) {
-    while (times[hi] - times[lo] >= span) ++lo;
-    best = std::max<int64_t>(best, static_cast<int64_t>(hi - lo + 1));
-  }
-  return best;
-}
-
-// Seconds 1..5 of the seed's scenario (1000 per 3 s): 10, 10, 980, 900, 100
-// requests spread evenly in each second.
-std::vector<int64_t> DoubleBurstArrivals() {
-  const int per_second[] = {10, 10, 980, 900, 100};
-  std::vector<int64_t> t;
-  for (int s = 0; s < 5; ++s) {
-    for (int i = 0; i < per_second[s]; ++i) {
-      t.push_back(kT0 + s * kSec + (2 * i + 1) * kSec / (2 * per_second[s]));
-    }
-  }
-  return t;
-}
-
-// One 1-token acquire per arrival; the times of those granted.
-std::vector<int64_t> AdmittedTimes(const LimitSpec& spec,
-                                   const std::string& name,
-                                   const std::vector<int64_t>& arrivals) {
-  std::vector<int64_t> out;
-  for (int64_t t : arrivals) {
-    const internal::AcquireResult r =
-        LuaScriptTest::Acquire(spec, name, LuaScriptTest::At(t, 1, 1));
-    EXPECT_EQ(r.now_us, t);
-    if (r.granted == 1) out.push_back(t);
-  }
-  return out;
-}
-
-int64_t CountIn(const std::vector<int64_t>& times, int64_t from, int64_t to) {
-  return std::count_if(times.begin(), times.end(),
-                       [&](int64_t t) { return t >= from && t < to; });
-}
-
 TEST_F(LuaScriptTest, SeedFixedWindowLetsTwiceTheLimitThroughAcrossABoundary) {
   const std::vector<int64_t> ok =
       AdmittedTimes(LimitSpec::FixedWindow(1000, absl::Seconds(3)), "seed:fw",
-                    DoubleBurstArrivals());
+                    testing::DoubleBurstArrivals(kT0, kSec));
   EXPECT_EQ(ok.size(), 2000u);  // 1000 in each aligned window
   EXPECT_EQ(CountIn(ok, kT0, kT0 + 3 * kSec), 1000);
   EXPECT_EQ(MaxInAnySpan(ok, 3 * kSec), 1980);  // 980 + 900 + 100
@@ -295,7 +249,7 @@ TEST_F(LuaScriptTest, SeedSlidingLogHoldsTheLimitInEveryWindow) {
   LimitSpec spec = LimitSpec::SlidingWindowLog(1000, absl::Seconds(3));
   spec.bands[0].max_log_entries = 1000;  // one entry per grant: exact
   const std::vector<int64_t> ok =
-      AdmittedTimes(spec, "seed:log", DoubleBurstArrivals());
+      AdmittedTimes(spec, "seed:log", testing::DoubleBurstArrivals(kT0, kSec));
   EXPECT_EQ(MaxInAnySpan(ok, 3 * kSec), 1000);
   // The first 1000 all fit; seconds 4-5 get only what expires from them.
   EXPECT_EQ(ok.size(), 1020u);
@@ -307,7 +261,7 @@ TEST_F(LuaScriptTest, SeedSlidingLogHoldsTheLimitInEveryWindow) {
 TEST_F(LuaScriptTest, SeedSlidingCounterCutsTheDoubleBurst) {
   const std::vector<int64_t> ok =
       AdmittedTimes(LimitSpec::SlidingWindowCounter(1000, absl::Seconds(3)),
-                    "seed:ctr", DoubleBurstArrivals());
+                    "seed:ctr", testing::DoubleBurstArrivals(kT0, kSec));
   // An estimate (the previous window is taken as uniform): far below the
   // fixed window's 1980, not exact like the log.
   EXPECT_EQ(MaxInAnySpan(ok, 3 * kSec), 1413);
@@ -363,10 +317,7 @@ TEST_F(LuaScriptTest, SeedTokenBucketBorrowingMakesLaterCallersPay) {
   EXPECT_EQ(r.granted, 0);
   EXPECT_EQ(r.retry_after_us, -1);
   // Denials charged nothing: the debt is still 0.5 s.
-  EXPECT_EQ(Acquire(spec, "seed:tbb", At(kT0 + 599999, 1, 1)).granted, 0);
-  r = Acquire(spec, "seed:tbb", At(kT0 + 600000, 1, 1));
-  EXPECT_EQ(r.granted, 1);
-  EXPECT_EQ(r.wait_us, 0);
+  EXPECT_EQ(OpensAt(spec, "seed:tbb", kT0 + 600000).wait_us, 0);
 }
 
 TEST_F(LuaScriptTest, SeedStepwiseBorrowing) {
@@ -407,11 +358,7 @@ TEST_F(LuaScriptTest, SeedStepwiseRefillKeepsTheUnelapsedRemainder) {
   r = Acquire(spec, "seed:step", At(start + 2500000, 1, 1));
   EXPECT_EQ(r.granted, 0);
   EXPECT_EQ(r.retry_after_us, 500000);
-  EXPECT_EQ(Acquire(spec, "seed:step", At(start + 3 * kSec - 1, 1, 1)).granted,
-            0);
-  r = Acquire(spec, "seed:step", At(start + 3 * kSec, 1, 1));
-  EXPECT_EQ(r.granted, 1);
-  EXPECT_EQ(r.remaining, 4);
+  EXPECT_EQ(OpensAt(spec, "seed:step", start + 3 * kSec).remaining, 4);
 }
 
 TEST_F(LuaScriptTest, SeedFunnelGcraWithAThrottleReply) {
@@ -431,10 +378,7 @@ TEST_F(LuaScriptTest, SeedFunnelGcraWithAThrottleReply) {
   EXPECT_EQ(reply.remaining, 0);
   EXPECT_EQ(reply.retry_after_s, 10);
   EXPECT_EQ(reply.reset_after_s, 600);
-  EXPECT_EQ(Acquire(spec, "seed:user:7", At(kT0 + 10 * kSec - 1, 1, 1)).granted,
-            0);
-  r = Acquire(spec, "seed:user:7", At(kT0 + 10 * kSec, 1, 1));
-  EXPECT_EQ(r.granted, 1);
+  r = OpensAt(spec, "seed:user:7", kT0 + 10 * kSec);
   reply = ToThrottleReply(internal::ToDecision(r, DecisionSource::kDirect), 60);
   EXPECT_EQ(reply.limited, 0);
   EXPECT_EQ(reply.retry_after_s, -1);
@@ -478,25 +422,6 @@ TEST_F(LuaScriptTest, SeedDurationLimiterWindowStartsAtFirstHit) {
   EXPECT_EQ(Acquire(spec, "seed:dur", At(first + 10 * kSec, 3, 3)).granted, 3);
 }
 
-// 1 per calendar day (UTC+8) and 3 per rolling 7 calendar days, in one
-// limit: both checked, both charged or neither.
-LimitSpec DailyAndWeeklyQuota() {
-  LimitSpec spec;
-  Band daily;
-  daily.algorithm = Algorithm::kFixedWindow;
-  daily.limit = 1;
-  daily.period = absl::Hours(24);
-  daily.window_offset = absl::Hours(-8);  // days start at 16:00 UTC
-  Band weekly;
-  weekly.algorithm = Algorithm::kSlidingWindowLog;
-  weekly.limit = 3;
-  weekly.period = absl::Hours(24 * 7);
-  weekly.log_granularity = absl::Hours(24);  // score = start of the day
-  weekly.window_offset = absl::Hours(-8);
-  spec.bands = {daily, weekly};
-  return spec;
-}
-
 TEST_F(LuaScriptTest, SeedOncePerDayAndThreeTimesPerSevenDays) {
   const LimitSpec spec = DailyAndWeeklyQuota();
   ASSERT_TRUE(internal::ValidateScriptSpec(spec).ok());
@@ -529,8 +454,7 @@ TEST_F(LuaScriptTest, SeedOncePerDayAndThreeTimesPerSevenDays) {
   EXPECT_EQ(Run({"GET", "{t:sms:alice}:b0"}).str,
             std::to_string(at(2, 0)) + " 1");  // still day 2's window
   EXPECT_EQ(Acquire(spec, "sms:alice", At(at(6, 23), 1, 1)).granted, 0);
-  EXPECT_EQ(Acquire(spec, "sms:alice", At(at(7, 0) - 1, 1, 1)).granted, 0);
-  EXPECT_EQ(Acquire(spec, "sms:alice", At(at(7, 0), 1, 1)).granted, 1);
+  OpensAt(spec, "sms:alice", at(7, 0));
   EXPECT_EQ(Acquire(spec, "sms:alice", At(at(7, 23), 1, 1)).granted, 0);
   EXPECT_EQ(Run({"ZCARD", log_key}).integer, 3);  // days 1, 2, 7
   // Another user is independent.
@@ -547,12 +471,6 @@ TEST_F(LuaScriptTest, SeedCalendarDayBoundaryInUtcPlus8) {
   EXPECT_EQ(Acquire(spec, "cal", At(local_midnight + 120 * kSec, 1, 1)).granted,
             0);
 }
-
-}  // namespace
-}  // namespace tokenlease
-
-namespace tokenlease {
-namespace {
 
 // A log granule that starts before the Unix epoch (an explicit now before
 // the window offset) is recorded with a negative score; later calls must

@@ -1,70 +1,31 @@
 // The acquire script against the local engine: the same calls through both
 // must give the same decisions (the local engine's ns rounded up to us).
 #include <memory>
-#include <random>
+#include <ostream>
 #include <string>
 #include <vector>
 
-#include "absl/random/random.h"
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
-#include "redis/redis_server.h"
-#include "redis/reply.h"
 #include "redis/script_call.h"
+#include "testing/generators.h"
+#include "testing/redis_test.h"
+#include "testing/scripts.h"
+#include "testing/specs.h"
 #include "tokenlease/clock.h"
 #include "tokenlease/limiter.h"
-#include "tokenlease_lua/scripts.h"
 
 namespace tokenlease {
 namespace {
 
-using internal::AcquireArgs;
 using internal::AcquireResult;
+using testing::Composite;
+using testing::DailyAndWeeklyQuota;
 
 // 2026-01-01T00:00:00Z in us.
 constexpr int64_t kT0 = int64_t{1767225600} * 1000000;
 
 int64_t CeilUs(int64_t ns) { return ns < 0 ? ns : (ns + 999) / 1000; }
-
-class LuaVectorsTest : public ::testing::Test {
- public:
-  static void SetUpTestSuite() {
-    server_ = new testing::RedisServer();
-    ASSERT_TRUE(server_->Start().ok());
-    auto client = testing::SyncClient::Connect(server_->port());
-    ASSERT_TRUE(client.ok()) << client.status();
-    client_ = client->release();
-  }
-  static void TearDownTestSuite() {
-    delete client_;
-    delete server_;
-  }
-
-  static internal::RedisReply Eval(const std::vector<std::string>& args) {
-    std::vector<std::string> cmd = {"EVAL",
-                                    std::string(internal::lua::kAcquireScript)};
-    cmd.insert(cmd.end(), args.begin(), args.end());
-    return client_->Run(cmd);
-  }
-
-  static AcquireResult Acquire(const LimitSpec& spec, const std::string& name,
-                               int64_t now_us, int64_t cost,
-                               int64_t max_wait_us = 0) {
-    AcquireArgs a;
-    a.wanted = a.minimum = cost;
-    a.max_wait_us = max_wait_us;
-    a.now_us = now_us;
-    auto r = internal::ParseAcquireReply(
-        Eval(internal::AcquireArguments(spec, "vec:", name, a)));
-    EXPECT_TRUE(r.ok()) << r.status();
-    return r.ok() ? *r : AcquireResult{};
-  }
-
-  static testing::RedisServer* server_;
-  static testing::SyncClient* client_;
-};
-testing::RedisServer* LuaVectorsTest::server_ = nullptr;
-testing::SyncClient* LuaVectorsTest::client_ = nullptr;
 
 // One call and, optionally, what it must give (us; -1 = never).
 struct Call {
@@ -81,71 +42,58 @@ Call E(int64_t t, int64_t cost, bool allowed, int64_t remaining, int64_t retry,
   return Call{t, cost, max_wait, true, allowed, remaining, retry, reset, wait};
 }
 
-// Runs `calls` through a fresh local Limiter and the script (fresh keys);
-// both must agree, and with the expected values where given.
-void RunBoth(const LimitSpec& spec, const std::string& name,
-             const std::vector<Call>& calls, const std::string& context) {
-  ASSERT_TRUE(internal::ValidateScriptSpec(spec).ok())
-      << internal::ValidateScriptSpec(spec);
-  ManualClock clock;
-  LimiterOptions options;
-  options.clock = &clock;
-  auto limiter = Limiter::Create(spec, options);
-  ASSERT_TRUE(limiter.ok()) << limiter.status();
-  for (size_t i = 0; i < calls.size(); ++i) {
-    const Call& c = calls[i];
-    const int64_t now_us = kT0 + c.t_us;
-    Decision d;
-    int64_t wait_ns = 0;
-    if (c.max_wait_us > 0) {
-      clock.SetNanos(now_us * 1000);
-      auto r =
-          (*limiter)->Reserve(name, c.cost, absl::Microseconds(c.max_wait_us));
-      ASSERT_TRUE(r.ok()) << r.status();
-      d = r->decision;
-      wait_ns = r->wait_ns;
-    } else {
-      d = (*limiter)->TryAcquire(name, c.cost, now_us * 1000);
-    }
-    const AcquireResult lua =
-        LuaVectorsTest::Acquire(spec, name, now_us, c.cost, c.max_wait_us);
-    const Decision ld = internal::ToDecision(lua, DecisionSource::kDirect);
-    const std::string where =
-        absl::StrCat(context, " call #", i, " t=+", c.t_us, "us cost=", c.cost,
-                     " max_wait=", c.max_wait_us, " spec=", DescribeSpec(spec));
-    ASSERT_EQ(lua.now_us, now_us) << where;
-    ASSERT_EQ(d.allowed, ld.allowed) << where;
-    ASSERT_EQ(lua.granted, d.allowed ? c.cost : 0) << where;
-    ASSERT_EQ(d.remaining, lua.remaining) << where;
-    ASSERT_EQ(CeilUs(d.retry_after_ns), lua.retry_after_us) << where;
-    ASSERT_EQ(CeilUs(d.reset_after_ns), lua.reset_after_us) << where;
-    ASSERT_EQ(CeilUs(wait_ns), lua.wait_us) << where;
-    if (c.check) {
-      EXPECT_EQ(c.allowed, d.allowed) << where;
-      EXPECT_EQ(c.remaining, d.remaining) << where;
-      EXPECT_EQ(c.retry_us, CeilUs(d.retry_after_ns)) << where;
-      EXPECT_EQ(c.reset_us, CeilUs(d.reset_after_ns)) << where;
-      EXPECT_EQ(c.wait_us, CeilUs(wait_ns)) << where;
+class LuaVectorsTest : public testing::RedisTest {
+ protected:
+  // Runs `calls` through a fresh local Limiter and the script (fresh keys);
+  // both must agree, and with the expected values where given.
+  void RunBoth(const LimitSpec& spec, const std::string& name,
+               const std::vector<Call>& calls, const std::string& context) {
+    ASSERT_TRUE(internal::ValidateScriptSpec(spec).ok())
+        << internal::ValidateScriptSpec(spec);
+    ManualClock clock;
+    LimiterOptions options;
+    options.clock = &clock;
+    auto limiter = Limiter::Create(spec, options);
+    ASSERT_TRUE(limiter.ok()) << limiter.status();
+    for (size_t i = 0; i < calls.size(); ++i) {
+      const Call& c = calls[i];
+      const int64_t now_us = kT0 + c.t_us;
+      Decision d;
+      int64_t wait_ns = 0;
+      if (c.max_wait_us > 0) {
+        clock.SetNanos(now_us * 1000);
+        auto r = (*limiter)->Reserve(name, c.cost,
+                                     absl::Microseconds(c.max_wait_us));
+        ASSERT_TRUE(r.ok()) << r.status();
+        d = r->decision;
+        wait_ns = r->wait_ns;
+      } else {
+        d = (*limiter)->TryAcquire(name, c.cost, now_us * 1000);
+      }
+      const AcquireResult lua = testing::ScriptAcquire(
+          client(), spec, "vec:", name,
+          testing::At(now_us, c.cost, c.cost, c.max_wait_us));
+      const Decision ld = internal::ToDecision(lua, DecisionSource::kDirect);
+      const std::string where = absl::StrCat(
+          context, " call #", i, " t=+", c.t_us, "us cost=", c.cost,
+          " max_wait=", c.max_wait_us, " spec=", DescribeSpec(spec));
+      ASSERT_EQ(lua.now_us, now_us) << where;
+      ASSERT_EQ(d.allowed, ld.allowed) << where;
+      ASSERT_EQ(lua.granted, d.allowed ? c.cost : 0) << where;
+      ASSERT_EQ(d.remaining, lua.remaining) << where;
+      ASSERT_EQ(CeilUs(d.retry_after_ns), lua.retry_after_us) << where;
+      ASSERT_EQ(CeilUs(d.reset_after_ns), lua.reset_after_us) << where;
+      ASSERT_EQ(CeilUs(wait_ns), lua.wait_us) << where;
+      if (c.check) {
+        EXPECT_EQ(c.allowed, d.allowed) << where;
+        EXPECT_EQ(c.remaining, d.remaining) << where;
+        EXPECT_EQ(c.retry_us, CeilUs(d.retry_after_ns)) << where;
+        EXPECT_EQ(c.reset_us, CeilUs(d.reset_after_ns)) << where;
+        EXPECT_EQ(c.wait_us, CeilUs(wait_ns)) << where;
+      }
     }
   }
-}
-
-Band MakeBand(Algorithm a, int64_t limit, absl::Duration period,
-              int64_t burst = 0) {
-  Band b;
-  b.algorithm = a;
-  b.limit = limit;
-  b.period = period;
-  b.burst = burst;
-  return b;
-}
-LimitSpec Spec(std::vector<Band> bands,
-               absl::Duration max_borrow = absl::ZeroDuration()) {
-  LimitSpec s;
-  s.bands = std::move(bands);
-  s.max_borrow = max_borrow;
-  return s;
-}
+};
 
 // ----------------------------------------------------- hand-checked vectors
 
@@ -203,19 +151,19 @@ TEST_F(LuaVectorsTest, SlidingLogWithGranuleAndQuantum) {
            E(5000000, 1, false, 0, 5000000, 9000000),
            E(10000000, 2, true, 0, 0, 10000000)},
           "sliding log exact");
-  Band day = MakeBand(Algorithm::kSlidingWindowLog, 3, absl::Hours(24 * 7));
-  day.log_granularity = absl::Hours(24);
-  day.window_offset = -absl::Hours(8);
-  RunBoth(Spec({day}), "slg",
+  // 3 per 7 days in one-day granules (UTC+8): the quota's weekly band.
+  LimitSpec day;
+  day.bands = {DailyAndWeeklyQuota().bands[1]};
+  RunBoth(day, "slg",
           {C(0, 1), C(3600000000, 1), C(86400000000, 1), C(86400000001, 1),
            C(7 * 86400000000 - 28800000001, 1),
            C(7 * 86400000000 - 28800000000, 1)},
           "sliding log day granule");
-  Band q = MakeBand(Algorithm::kSlidingWindowLog, 1000, absl::Seconds(1));
-  q.max_log_entries = 8;  // quantum 125 ms
+  LimitSpec q = LimitSpec::SlidingWindowLog(1000, absl::Seconds(1));
+  q.bands[0].max_log_entries = 8;  // quantum 125 ms
   std::vector<Call> calls;
   for (int i = 0; i < 60; ++i) calls.push_back(C(i * 37000, 30));
-  RunBoth(Spec({q}), "slq", calls, "sliding log quantised");
+  RunBoth(q, "slq", calls, "sliding log quantised");
 }
 
 TEST_F(LuaVectorsTest, OddRates) {
@@ -258,21 +206,16 @@ TEST_F(LuaVectorsTest, BorrowingReserveMatchesMaxWait) {
 
 TEST_F(LuaVectorsTest, Composites) {
   // 1 per calendar day (UTC+8) and 3 per rolling 7 days.
-  Band daily = MakeBand(Algorithm::kFixedWindow, 1, absl::Hours(24));
-  daily.window_offset = -absl::Hours(8);
-  Band weekly = MakeBand(Algorithm::kSlidingWindowLog, 3, absl::Hours(24 * 7));
-  weekly.log_granularity = absl::Hours(24);
-  weekly.window_offset = -absl::Hours(8);
   std::vector<Call> calls;
   for (int i = 0; i < 30; ++i) {
     calls.push_back(C(i * 43200000000 / 2 + i * 977, 1));
   }
-  RunBoth(Spec({daily, weekly}), "quota", calls, "daily+weekly");
+  RunBoth(DailyAndWeeklyQuota(), "quota", calls, "daily+weekly");
   RunBoth(
-      Spec({MakeBand(Algorithm::kGcra, 100, absl::Seconds(1), 20),
-            MakeBand(Algorithm::kSlidingWindowCounter, 150, absl::Seconds(2)),
-            MakeBand(Algorithm::kFixedWindow, 1000, absl::Minutes(1)),
-            MakeBand(Algorithm::kSlidingWindowLog, 120, absl::Seconds(2))}),
+      Composite({LimitSpec::Gcra(100, absl::Seconds(1), 20),
+                 LimitSpec::SlidingWindowCounter(150, absl::Seconds(2)),
+                 LimitSpec::FixedWindow(1000, absl::Minutes(1)),
+                 LimitSpec::SlidingWindowLog(120, absl::Seconds(2))}),
       "four",
       [] {
         std::vector<Call> v;
@@ -284,97 +227,70 @@ TEST_F(LuaVectorsTest, Composites) {
 
 // -------------------------------------------------------------- randomized
 
-std::vector<LimitSpec> RandomSpecs() {
-  std::vector<LimitSpec> out;
-  out.push_back(LimitSpec::TokenBucket(7, absl::Seconds(1), 3));
-  out.push_back(LimitSpec::Gcra(1000000000, absl::Seconds(1)));
-  out.push_back(LimitSpec::Gcra(3, absl::Hours(24 * 7), 3));
+// 2500 random calls (testing::RandomScriptCalls) on each spec; the seed
+// replays a failure.
+struct RandomCase {
+  std::string name;
+  LimitSpec spec;
+  uint64_t seed = 0;  // set by RandomCases
+};
+
+void PrintTo(const RandomCase& c, std::ostream* os) { *os << c.name; }
+
+std::vector<RandomCase> RandomCases() {
   LimitSpec b = LimitSpec::Gcra(13, absl::Milliseconds(1700), 6);
   b.max_borrow = absl::Milliseconds(900);
-  out.push_back(b);
-  out.push_back(LimitSpec::TokenBucket(5, absl::Milliseconds(300), 12,
-                                       Refill::kStepwise));
   LimitSpec sb =
       LimitSpec::TokenBucket(4, absl::Milliseconds(250), 4, Refill::kStepwise);
   sb.max_borrow = absl::Milliseconds(600);
-  out.push_back(sb);
-  out.push_back(LimitSpec::FixedWindow(9, absl::Milliseconds(700),
-                                       absl::Milliseconds(123)));
   LimitSpec fr = LimitSpec::FixedWindow(9, absl::Milliseconds(700));
   fr.bands[0].anchor = WindowAnchor::kFirstRequest;
-  out.push_back(fr);
-  out.push_back(LimitSpec::SlidingWindowCounter(11, absl::Milliseconds(900)));
-  out.push_back(LimitSpec::SlidingWindowLog(8, absl::Milliseconds(800)));
   LimitSpec lq = LimitSpec::SlidingWindowLog(50, absl::Milliseconds(999));
   lq.bands[0].max_log_entries = 7;
-  out.push_back(lq);
   LimitSpec lg = LimitSpec::SlidingWindowLog(6, absl::Seconds(1));
   lg.bands[0].log_granularity = absl::Milliseconds(300);
   lg.bands[0].window_offset = absl::Milliseconds(71);
-  out.push_back(lg);
-  out.push_back(Spec(
-      {MakeBand(Algorithm::kTokenBucket, 20, absl::Seconds(1)),
-       MakeBand(Algorithm::kSlidingWindowLog, 15, absl::Milliseconds(1500))}));
+  std::vector<RandomCase> out = {
+      {"token_bucket_burst_3", LimitSpec::TokenBucket(7, absl::Seconds(1), 3)},
+      {"gcra_1e9_per_s", LimitSpec::Gcra(1000000000, absl::Seconds(1))},
+      {"gcra_3_per_week", LimitSpec::Gcra(3, absl::Hours(24 * 7), 3)},
+      {"gcra_borrowing", b},
+      {"stepwise_burst_12", LimitSpec::TokenBucket(5, absl::Milliseconds(300),
+                                                   12, Refill::kStepwise)},
+      {"stepwise_borrowing", sb},
+      {"fixed_window_offset", LimitSpec::FixedWindow(9, absl::Milliseconds(700),
+                                                     absl::Milliseconds(123))},
+      {"fixed_window_first_request", fr},
+      {"sliding_counter",
+       LimitSpec::SlidingWindowCounter(11, absl::Milliseconds(900))},
+      {"sliding_log", LimitSpec::SlidingWindowLog(8, absl::Milliseconds(800))},
+      {"sliding_log_bounded", lq},
+      {"sliding_log_granular", lg},
+      {"bucket_and_log",
+       Composite({LimitSpec::TokenBucket(20, absl::Seconds(1)),
+                  LimitSpec::SlidingWindowLog(15, absl::Milliseconds(1500))})},
+  };
+  for (size_t i = 0; i < out.size(); ++i) out[i].seed = 0x5eed0000 + i;
   return out;
 }
 
-TEST_F(LuaVectorsTest, RandomizedAgreement) {
-  const std::vector<LimitSpec> specs = RandomSpecs();
-  for (size_t si = 0; si < specs.size(); ++si) {
-    const LimitSpec& spec = specs[si];
-    const uint64_t seed = 0x5eed0000 + si;
-    std::mt19937_64 gen(seed);  // deterministic: the seed replays a failure
-    auto uniform = [&gen](int64_t lo, int64_t hi) {  // [lo, hi)
-      return std::uniform_int_distribution<int64_t>(lo, hi - 1)(gen);
-    };
-    auto chance = [&gen](double p) {
-      return std::bernoulli_distribution(p)(gen);
-    };
-    const Band& b0 = spec.bands[0];
-    const int64_t period_us = absl::ToInt64Microseconds(b0.period);
-    const int64_t cap = std::max<int64_t>(b0.burst, b0.limit);
-    const bool buckets = [&] {
-      for (const Band& b : spec.bands) {
-        if (b.algorithm != Algorithm::kTokenBucket &&
-            b.algorithm != Algorithm::kGcra)
-          return false;
-      }
-      return true;
-    }();
-    std::vector<Call> calls;
-    int64_t t = uniform(0, period_us);
-    for (int i = 0; i < 2500; ++i) {
-      switch (uniform(0, 4)) {
-        case 0:
-          break;  // same instant
-        case 1:
-          t += uniform(1, 1000);
-          break;
-        case 2:
-          t += uniform(1, period_us / cap + 2);
-          break;
-        default:
-          t += uniform(0, 2 * period_us);
-          break;
-      }
-      int64_t cost = uniform(0, 3);
-      if (chance(0.1)) cost = uniform(0, cap + 2);
-      // The first call charges: a key the local engine creates without a
-      // charge anchors a stepwise bucket where the script (which stores
-      // nothing for a full bucket) does not; both are equivalent states.
-      if (i == 0) cost = 1;
-      Call c = C(t, cost);
-      if (buckets && spec.max_borrow > absl::ZeroDuration() && chance(0.3)) {
-        c.max_wait_us = uniform(1, 2 * period_us);
-      }
-      calls.push_back(c);
-    }
-    SCOPED_TRACE(absl::StrCat("seed ", seed));
-    RunBoth(spec, absl::StrCat("rand", si), calls,
-            absl::StrCat("randomized seed=", seed));
-    if (HasFatalFailure()) return;
+class LuaRandomizedTest : public LuaVectorsTest,
+                          public ::testing::WithParamInterface<RandomCase> {};
+
+TEST_P(LuaRandomizedTest, Agreement) {
+  const RandomCase& c = GetParam();
+  std::vector<Call> calls;
+  for (const testing::ScriptCall& s :
+       testing::RandomScriptCalls(c.spec, c.seed, 2500)) {
+    calls.push_back(Call{s.t_us, s.cost, s.max_wait_us});
   }
+  SCOPED_TRACE(absl::StrCat("seed ", c.seed));
+  RunBoth(c.spec, "rand", calls, absl::StrCat("randomized seed=", c.seed));
 }
+
+INSTANTIATE_TEST_SUITE_P(Specs, LuaRandomizedTest,
+                         ::testing::ValuesIn(RandomCases()),
+                         testing::ParamName());
 
 }  // namespace
 }  // namespace tokenlease

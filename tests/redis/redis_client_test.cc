@@ -10,18 +10,17 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
-#include "redis/command_queue.h"
+#include "base/mpsc_queue.h"
+#include "base/notification.h"
 #include "redis/endpoint.h"
-#include "redis/notification.h"
-#include "redis/redis_server.h"
+#include "testing/redis_test.h"
 #include "tokenlease/redis.h"
 
 namespace tokenlease::internal {
 namespace {
 
 using ::testing::HasSubstr;
-using ::tokenlease::testing::RedisServer;
-using ::tokenlease::testing::RedisServerOptions;
+using ::tokenlease::testing::ConnectFast;
 
 // Every wait in these tests is bounded by this.
 constexpr absl::Duration kWaitBound = absl::Seconds(20);
@@ -43,16 +42,6 @@ absl::StatusOr<RedisReply> Call(RedisClient& client,
     return absl::InternalError("callback never ran (test bound)");
   }
   return *result;
-}
-
-std::shared_ptr<RedisConnection> Connect(const std::string& url,
-                                         RedisOptions options = {}) {
-  options.url = url;
-  options.reconnect_min_backoff = absl::Milliseconds(5);
-  options.reconnect_max_backoff = absl::Milliseconds(100);
-  auto conn = RedisConnection::Create(options);
-  EXPECT_TRUE(conn.ok()) << conn.status();
-  return conn.ok() ? *conn : nullptr;
 }
 
 // Retries `argv` until it succeeds or kWaitBound passes.
@@ -111,18 +100,17 @@ TEST(EndpointTest, RejectsMalformedUrlsWithHelp) {
 TEST(RedisOptionsTest, ValidationNamesTheField) {
   RedisOptions o;
   o.command_timeout = absl::ZeroDuration();
-  EXPECT_THAT(ValidateRedisOptions(o).message(), HasSubstr("command_timeout"));
+  EXPECT_THAT(o.Validate().message(), HasSubstr("command_timeout"));
   o = RedisOptions{};
   o.reconnect_max_backoff = absl::Microseconds(1);
-  EXPECT_THAT(ValidateRedisOptions(o).message(),
-              HasSubstr("reconnect_max_backoff"));
+  EXPECT_THAT(o.Validate().message(), HasSubstr("reconnect_max_backoff"));
   o = RedisOptions{};
   o.max_pending = 1;
-  EXPECT_THAT(ValidateRedisOptions(o).message(), HasSubstr("max_pending"));
+  EXPECT_THAT(o.Validate().message(), HasSubstr("max_pending"));
   o = RedisOptions{};
   o.url = "tcp://x";
-  EXPECT_THAT(ValidateRedisOptions(o).message(), HasSubstr("RedisOptions.url"));
-  EXPECT_TRUE(ValidateRedisOptions(RedisOptions{}).ok());
+  EXPECT_THAT(o.Validate().message(), HasSubstr("RedisOptions.url"));
+  EXPECT_TRUE(RedisOptions{}.Validate().ok());
 }
 
 TEST(CommandQueueTest, BoundedAndFifo) {
@@ -161,14 +149,12 @@ TEST(CommandQueueTest, ManyProducersLoseNothing) {
   EXPECT_EQ(counts[1], kPerThread);
 }
 
-class RedisClientTest : public ::testing::Test {
- protected:
-  void SetUp() override { ASSERT_TRUE(server_.Start().ok()); }
-  RedisServer server_;
-};
+class RedisClientTest : public testing::RedisTest {};
+// Tests that pause or kill their server.
+class RedisClientFaultTest : public testing::PrivateRedisTest {};
 
 TEST_F(RedisClientTest, RoundTripsAndPipelinesFromManyThreads) {
-  auto conn = Connect(server_.url());
+  auto conn = NewConnection();
   ASSERT_NE(conn, nullptr);
   auto r = CallUntilOk(conn->client(), {"SET", "k", "v"});
   ASSERT_TRUE(r.ok()) << r.status();
@@ -214,7 +200,7 @@ TEST_F(RedisClientTest, RoundTripsAndPipelinesFromManyThreads) {
 }
 
 TEST_F(RedisClientTest, CommandsQueuedTogetherLeaveInOneWrite) {
-  auto conn = Connect(server_.url());
+  auto conn = NewConnection();
   ASSERT_TRUE(CallUntilOk(conn->client(), {"PING"}).ok());
   // Hold the client thread inside a callback so that the next submits pile
   // up in the queue; the loop's next turn must send them in one write.
@@ -251,11 +237,11 @@ TEST_F(RedisClientTest, CommandsQueuedTogetherLeaveInOneWrite) {
   EXPECT_EQ(after.commands_sent - before.commands_sent,
             static_cast<uint64_t>(kCommands));
   EXPECT_EQ(after.flushes - before.flushes, 1u);
-  EXPECT_EQ(*server_.Command({"GET", "piped"}), "200");
+  EXPECT_EQ(*server().Command({"GET", "piped"}), "200");
 }
 
 TEST_F(RedisClientTest, ErrorRepliesAreRepliesNotFailures) {
-  auto conn = Connect(server_.url());
+  auto conn = NewConnection();
   ASSERT_TRUE(CallUntilOk(conn->client(), {"SET", "s", "x"}).ok());
   auto r = Call(conn->client(), {"LPUSH", "s", "x"});
   ASSERT_TRUE(r.ok()) << r.status();
@@ -263,28 +249,28 @@ TEST_F(RedisClientTest, ErrorRepliesAreRepliesNotFailures) {
 }
 
 TEST_F(RedisClientTest, SelectsTheDatabaseOfTheUrl) {
-  auto conn = Connect(server_.url() + "/3");
+  auto conn = NewConnection("/3");
   auto r = CallUntilOk(conn->client(), {"SET", "in3", "yes"});
   ASSERT_TRUE(r.ok()) << r.status();
-  auto db3 = server_.Command({"EVAL",
-                              "redis.call('SELECT', 3) "
-                              "return redis.call('GET', 'in3')",
-                              "0"});
+  auto db3 = server().Command({"EVAL",
+                               "redis.call('SELECT', 3) "
+                               "return redis.call('GET', 'in3')",
+                               "0"});
   ASSERT_TRUE(db3.ok());
   EXPECT_EQ(*db3, "yes");
-  auto db0 = server_.Command({"GET", "in3"});
+  auto db0 = server().Command({"GET", "in3"});
   ASSERT_TRUE(db0.ok());
   EXPECT_EQ(*db0, "(nil)");
 }
 
 TEST_F(RedisClientTest, ReloadsAScriptAfterScriptFlush) {
   constexpr absl::string_view kBody = "return tonumber(ARGV[1]) + 1";
-  auto sha = server_.Command({"SCRIPT", "LOAD", std::string(kBody)});
+  auto sha = server().Command({"SCRIPT", "LOAD", std::string(kBody)});
   ASSERT_TRUE(sha.ok());
   static std::string sha_text;
   sha_text = *sha;
   const LuaScript script{sha_text, kBody};
-  auto conn = Connect(server_.url());
+  auto conn = NewConnection();
   ASSERT_TRUE(CallUntilOk(conn->client(), {"PING"}).ok());
 
   auto run = [&](int x) {
@@ -305,7 +291,7 @@ TEST_F(RedisClientTest, ReloadsAScriptAfterScriptFlush) {
   EXPECT_EQ(r->integer, 42);
   EXPECT_EQ(conn->stats().script_reloads, 0u);
 
-  ASSERT_TRUE(server_.Command({"SCRIPT", "FLUSH"}).ok());
+  ASSERT_TRUE(server().Command({"SCRIPT", "FLUSH"}).ok());
   r = run(1);
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_EQ(r->integer, 2);
@@ -317,10 +303,10 @@ TEST_F(RedisClientTest, ReloadsAScriptAfterScriptFlush) {
   EXPECT_EQ(conn->stats().script_reloads, 1u);
 }
 
-TEST_F(RedisClientTest, CommandDeadlineAgainstAFrozenServer) {
-  auto conn = Connect(server_.url());
+TEST_F(RedisClientFaultTest, CommandDeadlineAgainstAFrozenServer) {
+  auto conn = NewConnection();
   ASSERT_TRUE(CallUntilOk(conn->client(), {"PING"}).ok());
-  server_.Pause();  // SIGSTOP: the socket stays open, nothing answers
+  server().Pause();  // SIGSTOP: the socket stays open, nothing answers
   const auto start = std::chrono::steady_clock::now();
   auto r = Call(conn->client(), {"PING"}, absl::Milliseconds(200));
   const auto took = std::chrono::steady_clock::now() - start;
@@ -335,23 +321,23 @@ TEST_F(RedisClientTest, CommandDeadlineAgainstAFrozenServer) {
   // cannot finish its login).
   r = Call(conn->client(), {"PING"}, absl::Milliseconds(100));
   EXPECT_FALSE(r.ok());
-  server_.Resume();
+  server().Resume();
   r = CallUntilOk(conn->client(), {"PING"});
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_EQ(r->str, "PONG");
   EXPECT_GE(conn->stats().connects, 2u);
 }
 
-TEST_F(RedisClientTest, ReconnectsAfterKillAndRestart) {
-  auto conn = Connect(server_.url());
+TEST_F(RedisClientFaultTest, ReconnectsAfterKillAndRestart) {
+  auto conn = NewConnection();
   ASSERT_TRUE(CallUntilOk(conn->client(), {"SET", "a", "1"}).ok());
-  server_.Kill();  // kill -9
+  server().Kill();  // kill -9
   auto r = Call(conn->client(), {"GET", "a"}, absl::Milliseconds(200));
   EXPECT_FALSE(r.ok());
   EXPECT_THAT(r.status().code(),
               ::testing::AnyOf(absl::StatusCode::kUnavailable,
                                absl::StatusCode::kDeadlineExceeded));
-  ASSERT_TRUE(server_.Restart().ok());
+  ASSERT_TRUE(server().Restart().ok());
   r = CallUntilOk(conn->client(), {"SET", "a", "2"});
   ASSERT_TRUE(r.ok()) << r.status();
   r = Call(conn->client(), {"GET", "a"});
@@ -360,23 +346,23 @@ TEST_F(RedisClientTest, ReconnectsAfterKillAndRestart) {
   EXPECT_GE(conn->stats().connects, 2u);
 }
 
-TEST_F(RedisClientTest, CommandsWaitForTheFirstConnect) {
+TEST_F(RedisClientFaultTest, CommandsWaitForTheFirstConnect) {
   // Created before the server exists: commands wait (within their deadline)
   // and fail with a message naming the last connect error.
-  server_.Kill();
-  auto conn = Connect(server_.url());
+  server().Kill();
+  auto conn = NewConnection();
   auto r = Call(conn->client(), {"PING"}, absl::Milliseconds(100));
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().code(), absl::StatusCode::kDeadlineExceeded);
   EXPECT_THAT(r.status().message(), HasSubstr("no connection to redis://"));
-  ASSERT_TRUE(server_.Restart().ok());
+  ASSERT_TRUE(server().Restart().ok());
   EXPECT_TRUE(CallUntilOk(conn->client(), {"PING"}).ok());
 }
 
-TEST_F(RedisClientTest, ShutdownAnswersEveryPendingCommand) {
-  auto conn = Connect(server_.url());
+TEST_F(RedisClientFaultTest, ShutdownAnswersEveryPendingCommand) {
+  auto conn = NewConnection();
   ASSERT_TRUE(CallUntilOk(conn->client(), {"PING"}).ok());
-  server_.Pause();
+  server().Pause();
   std::atomic<int> answered{0}, cancelled_or_lost{0};
   constexpr int kCommands = 50;
   for (int i = 0; i < kCommands; ++i) {
@@ -396,11 +382,11 @@ TEST_F(RedisClientTest, ShutdownAnswersEveryPendingCommand) {
   EXPECT_EQ(answered.load(), kCommands);
   EXPECT_EQ(cancelled_or_lost.load(), kCommands);
   EXPECT_LT(took, std::chrono::seconds(5));
-  server_.Resume();
+  server().Resume();
 }
 
 TEST_F(RedisClientTest, ShutdownLetsInFlightCommandsFinish) {
-  auto conn = Connect(server_.url());
+  auto conn = NewConnection();
   ASSERT_TRUE(CallUntilOk(conn->client(), {"PING"}).ok());
   std::atomic<int> ok{0};
   for (int i = 0; i < 100; ++i) {
@@ -413,48 +399,40 @@ TEST_F(RedisClientTest, ShutdownLetsInFlightCommandsFinish) {
   }
   conn.reset();
   EXPECT_EQ(ok.load(), 100);
-  EXPECT_EQ(*server_.Command({"GET", "n"}), "100");
+  EXPECT_EQ(*server().Command({"GET", "n"}), "100");
 }
 
-class RedisAuthTest : public ::testing::Test {};
+TEST(RedisAuthTest, PasswordAndAclUser) {
+  auto server = testing::StartRedisServer(
+      {.password = "s3cret", .acl_user = "limiter", .acl_password = "p@ss"});
+  ASSERT_TRUE(server.ok()) << server.status();
+  const std::string hostport = absl::StrCat("127.0.0.1:", (*server)->port());
 
-TEST_F(RedisAuthTest, PasswordAndAclUser) {
-  RedisServerOptions opts;
-  opts.password = "s3cret";
-  opts.acl_user = "limiter";
-  opts.acl_password = "p@ss";
-  RedisServer server(opts);
-  absl::Status started = server.Start();
-  ASSERT_TRUE(started.ok()) << started;
-  const std::string hostport = absl::StrCat("127.0.0.1:", server.port());
-
-  auto by_password = Connect(absl::StrCat("redis://:s3cret@", hostport));
+  auto by_password = ConnectFast(absl::StrCat("redis://:s3cret@", hostport));
   auto r = CallUntilOk(by_password->client(), {"SET", "x", "1"});
   ASSERT_TRUE(r.ok()) << r.status();
 
-  auto by_user = Connect(absl::StrCat("redis://limiter:p%40ss@", hostport));
+  auto by_user = ConnectFast(absl::StrCat("redis://limiter:p%40ss@", hostport));
   r = CallUntilOk(by_user->client(), {"ACL", "WHOAMI"});
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_EQ(r->str, "limiter");
 
-  auto wrong = Connect(absl::StrCat("redis://limiter:nope@", hostport));
+  auto wrong = ConnectFast(absl::StrCat("redis://limiter:nope@", hostport));
   r = Call(wrong->client(), {"PING"}, absl::Milliseconds(300));
   ASSERT_FALSE(r.ok());
   EXPECT_THAT(r.status().message(), HasSubstr("login failed"));
   EXPECT_EQ(wrong->stats().connects, 0u);
 }
 
-TEST_F(RedisAuthTest, UnixSocket) {
-  RedisServerOptions opts;
-  opts.unix_socket = true;
-  RedisServer server(opts);
-  absl::Status started = server.Start();
-  ASSERT_TRUE(started.ok()) << started;
-  auto conn = Connect("unix://" + server.socket_path());
+TEST(RedisAuthTest, UnixSocket) {
+  auto server = testing::StartRedisServer({.unix_socket = true});
+  ASSERT_TRUE(server.ok()) << server.status();
+  const std::string& socket_path = (*server)->socket_path();
+  auto conn = ConnectFast("unix://" + socket_path);
   auto r = CallUntilOk(conn->client(), {"CLIENT", "INFO"});
   ASSERT_TRUE(r.ok()) << r.status();
   // A unix-socket client has no TCP peer address.
-  EXPECT_THAT(r->str, HasSubstr("addr=" + server.socket_path()));
+  EXPECT_THAT(r->str, HasSubstr("addr=" + socket_path));
 }
 
 }  // namespace

@@ -1,0 +1,70 @@
+-- lib/args.lua: what acquire.lua and release.lua have in common up to and
+-- around their arguments, in parts (`--@include lib/args.lua <part>`). The
+-- error replies start with the script's ERR ('ERR tokenlease acquire: ')
+-- and are built only on errors.
+
+--@part head
+-- Globals used on every call, as locals.
+local tonumber = tonumber
+local rcall, rpcall = redis.call, redis.pcall
+local smatch, sformat = string.match, string.format
+
+--@part arguments
+-- An integer argument in [lo, hi], or nil.
+local function int_arg(v, lo, hi)
+  local x
+  if v == '0' then x = 0
+  elseif v == '1' then x = 1
+  elseif v == '-1' then x = -1
+  else
+    x = tonumber(v)
+    if x == nil or x % 1 ~= 0 then return nil end  -- NaN, inf: x % 1 ~= 0
+  end
+  if x < lo or x > hi then return nil end
+  return x
+end
+
+---------------------------------------------------------------------------
+-- Arguments. "0", "1" and "-1" are taken without tonumber. A = ARGV, v =
+-- the argument being read.
+
+if ARGV[1] ~= '1' then
+  return {err = ERR .. 'unknown protocol version \'' ..
+          tostring(ARGV[1]) .. '\'; this script speaks version 1'}
+end
+local A = ARGV
+local v = A[2]
+local explicit_now = v == '-1' and -1 or int_arg(v, -1, 4503599627370496)
+if not explicit_now then return {err = ERR .. 'now_us is ' .. tostring(v) ..
+      '; it must be an integer in [-1, 4503599627370496]'} end
+-- TTL margin beyond the time a state takes to become fresh. With an
+-- explicit now (tests, replays) the caller's time may run slower than
+-- the server's clock that expires keys, so the margin is 10 minutes.
+local MARGIN_MS = explicit_now >= 0 and 600000 or 1000
+
+--@part band_count
+-- The last two arguments before the bands, max_borrow_us and the band
+-- count n (at ARGV[N_ARG]), and the argument count: 9 fields per band
+-- follow n, band i's at A[N_ARG + 9 * (i - 1) + 1 .. + 9].
+v = A[N_ARG - 1]
+local max_borrow = v == '0' and 0 or int_arg(v, 0, 31622400000000)
+if not max_borrow then return {err = ERR .. 'max_borrow_us is ' .. tostring(v) ..
+      '; it must be an integer in [0, 31622400000000]'} end
+v = A[N_ARG]
+local nb = v == '1' and 1 or int_arg(v, 1, 4)
+if not nb then return {err = ERR .. 'band count is ' .. tostring(v) ..
+      '; it must be an integer in [1, 4]'} end
+if #A ~= N_ARG + 9 * nb then
+  return {err = ERR .. 'expected ' .. (N_ARG + 9 * nb) .. ' arguments for ' ..
+          nb .. ' bands, got ' .. #A}
+end
+
+--@part now
+-- The time of the call: the explicit now_us, or Redis TIME.
+local now
+if explicit_now >= 0 then
+  now = explicit_now
+else
+  local t = rcall('TIME')
+  now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+end

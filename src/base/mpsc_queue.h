@@ -1,0 +1,94 @@
+// A bounded multi-producer single-consumer queue of pointers: callers on any
+// thread hand work (Redis commands, refill requests) to one consumer thread
+// without a lock. It is Dmitry Vyukov's bounded array queue: each slot
+// carries a sequence number that says whether it is free for the producer of
+// lap k or full for the consumer of lap k, so producers only contend on one
+// fetch-add-like CAS.
+#ifndef TOKENLEASE_SRC_BASE_MPSC_QUEUE_H_
+#define TOKENLEASE_SRC_BASE_MPSC_QUEUE_H_
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+
+namespace tokenlease::internal {
+
+template <typename T>
+class BoundedMpscQueue {
+ public:
+  // `capacity` is rounded up to a power of two (at least 2).
+  explicit BoundedMpscQueue(size_t capacity) {
+    size_t cap = 2;
+    while (cap < capacity) cap <<= 1;
+    mask_ = cap - 1;
+    slots_ = std::make_unique<Slot[]>(cap);
+    for (size_t i = 0; i < cap; ++i) {
+      slots_[i].seq.store(i, std::memory_order_relaxed);
+    }
+  }
+
+  size_t capacity() const { return mask_ + 1; }
+
+  // Any thread. False if the queue is full (nothing was stored).
+  bool TryPush(T* item) {
+    // relaxed: the position is only a ticket; the slot's seq orders data.
+    size_t pos = tail_.load(std::memory_order_relaxed);
+    for (;;) {
+      Slot& slot = slots_[pos & mask_];
+      // acquire: pairs with the consumer's release that freed this slot.
+      const size_t seq = slot.seq.load(std::memory_order_acquire);
+      const intptr_t diff =
+          static_cast<intptr_t>(seq) - static_cast<intptr_t>(pos);
+      if (diff == 0) {
+        // relaxed: winning the ticket publishes nothing yet.
+        if (tail_.compare_exchange_weak(pos, pos + 1,
+                                        std::memory_order_relaxed)) {
+          slot.item = item;
+          // release: the consumer that sees seq == pos + 1 sees the item.
+          slot.seq.store(pos + 1, std::memory_order_release);
+          return true;
+        }
+      } else if (diff < 0) {
+        return false;  // the slot still holds last lap's item: full
+      } else {
+        pos = tail_.load(std::memory_order_relaxed);
+      }
+    }
+  }
+
+  // The consumer thread only: true if TryPop would return null now.
+  bool Empty() const {
+    // acquire: as in TryPop.
+    return slots_[head_ & mask_].seq.load(std::memory_order_acquire) !=
+           head_ + 1;
+  }
+
+  // The consumer thread only. Null if empty (or the next producer has won
+  // its slot but not yet stored: it will be seen on the next call).
+  T* TryPop() {
+    Slot& slot = slots_[head_ & mask_];
+    // acquire: pairs with the producer's release of the item.
+    const size_t seq = slot.seq.load(std::memory_order_acquire);
+    if (seq != head_ + 1) return nullptr;
+    T* item = slot.item;
+    // release: the producer of the next lap may reuse the slot.
+    slot.seq.store(head_ + mask_ + 1, std::memory_order_release);
+    ++head_;
+    return item;
+  }
+
+ private:
+  struct Slot {  // 16 bytes; neighbours may share a line (rarely hot)
+    std::atomic<size_t> seq{0};
+    T* item = nullptr;
+  };
+  size_t mask_ = 0;
+  std::unique_ptr<Slot[]> slots_;
+  alignas(64) std::atomic<size_t> tail_{0};
+  alignas(64) size_t head_ = 0;  // consumer only
+};
+
+}  // namespace tokenlease::internal
+
+#endif  // TOKENLEASE_SRC_BASE_MPSC_QUEUE_H_

@@ -1,0 +1,58 @@
+// One key of a Limiter: its band cells, a tiny lock for multi-band and log
+// limits, its pin count, and its name, in one heap block.
+#ifndef TOKENLEASE_SRC_CORE_KEY_ENTRY_H_
+#define TOKENLEASE_SRC_CORE_KEY_ENTRY_H_
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string_view>
+
+#include "base/spin_lock.h"
+#include "local/atomic_cell.h"
+#include "local/sliding_log.h"
+
+namespace tokenlease::internal {
+
+// Allocated by LimiterCore (the registry's owner); never moves while
+// registered.
+// One heap block per key. Entries are at least 80 bytes, so the cells of two
+// keys are always at least 64 bytes apart and never share a cache line;
+// over-aligned allocation would double the memory per key (measured: 176
+// instead of 96 bytes per block with glibc).
+struct KeyEntry {
+  // Creates an entry with `band_count` cells and `log_count` sliding logs.
+  static KeyEntry* Create(std::string_view name, int band_count, int log_count);
+  static void Destroy(KeyEntry* e);
+
+  AtomicCell& cell(int i) { return cells()[i]; }
+  SlidingLog& log(int i) { return logs[i]; }
+  std::string_view name() const { return {name_data(), name_size}; }
+
+  // Handles holding this key (ShardedRegistry explains the orders).
+  std::atomic<uint32_t> pins{0};
+  SpinLock lock;
+  uint16_t band_count = 0;
+  uint32_t name_size = 0;
+  std::unique_ptr<SlidingLog[]> logs;  // one per sliding-log band, or null
+
+ private:
+  KeyEntry() = default;
+  ~KeyEntry() = default;
+  static constexpr size_t CellsOffset() {
+    return (sizeof(KeyEntry) + alignof(AtomicCell) - 1) &
+           ~(alignof(AtomicCell) - 1);
+  }
+  AtomicCell* cells() {
+    return reinterpret_cast<AtomicCell*>(reinterpret_cast<char*>(this) +
+                                         CellsOffset());
+  }
+  const char* name_data() const {
+    return reinterpret_cast<const char*>(this) + CellsOffset() +
+           band_count * sizeof(AtomicCell);
+  }
+};
+
+}  // namespace tokenlease::internal
+
+#endif  // TOKENLEASE_SRC_CORE_KEY_ENTRY_H_

@@ -1,0 +1,397 @@
+#include "leased/lease_book.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "local/spec_facts.h"
+#include "redis/script_call.h"
+#include "redis/scripts.h"
+
+namespace tokenlease::internal {
+
+const LuaScript& LeaseCall::script() const {
+  return kind == Kind::kRelease ? kReleaseScript : kAcquireScript;
+}
+
+LeaseBook::LeaseBook(const LimitSpec& spec, const LeaseOptions& options,
+                     std::string key_prefix, std::string instance_id,
+                     uint64_t seed)
+    : spec_(spec),
+      options_(options),
+      key_prefix_(std::move(key_prefix)),
+      instance_id_(std::move(instance_id)),
+      sizing_(ComputeSizing(spec, options)),
+      burst_(FirstBandBurst(spec)),
+      fixed_window_first_(spec.bands.front().algorithm ==
+                          Algorithm::kFixedWindow),
+      rng_(seed) {}
+
+void LeaseBook::BeginStep(int64_t now) {
+  coarse_now_ns_.store(now, std::memory_order_relaxed);
+}
+
+// --- Leases ------------------------------------------------------------------
+
+void LeaseBook::Lease(LeaseEntry* e, int64_t now, LeaseCalls* out) {
+  if (e->unsynced.load(std::memory_order_relaxed) > 0) Charge(e, out);
+  LeaseRecord& r = e->record;
+  if (r.id == 0) r.id = ++next_entry_id_;
+  if (r.lease_size == 0) r.lease_size = sizing_.initial_size;
+  // relaxed: a sizing hint written by the decision path, which only writes
+  // costs a lease can pay (<= the burst); clamped anyway.
+  const int64_t hint = std::clamp<int64_t>(
+      e->wanted_cost.exchange(0, std::memory_order_relaxed), 1, burst_);
+  const LeaseAsk ask =
+      ComputeAsk(sizing_, options_, r.lease_size, r.last_remaining, hint);
+  AcquireArgs args;
+  args.wanted = ask.wanted;
+  args.minimum = ask.minimum;
+  r.request_in_flight = true;
+  r.requested_at_ns = now;
+  r.last_active_ns = now;
+  counters_.lease_requests.fetch_add(1, std::memory_order_relaxed);
+  out->push_back(
+      LeaseCall{LeaseCall::Kind::kLease, e, ask.wanted,
+                AcquireArguments(spec_, key_prefix_, e->name(), args)});
+}
+
+void LeaseBook::Decline(LeaseEntry* e, LeaseCalls* out) {
+  if (e->unsynced.load(std::memory_order_relaxed) > 0) Charge(e, out);
+  // acq_rel: as every flag change (docs/design.md, memory orders).
+  e->flags.fetch_and(~kRefillQueued, std::memory_order_acq_rel);
+}
+
+void LeaseBook::Apply(const LeaseCall& call,
+                      const absl::StatusOr<RedisReply>& reply, int64_t now,
+                      LeaseCalls* out) {
+  switch (call.kind) {
+    case LeaseCall::Kind::kLease:
+      ApplyLease(call.entry, reply, now, out);
+      break;
+    case LeaseCall::Kind::kCharge:
+      ApplyCharge(call, reply);
+      break;
+    case LeaseCall::Kind::kRelease:
+      ApplyRelease(call, reply);
+      break;
+  }
+}
+
+void LeaseBook::ApplyLease(LeaseEntry* e, const absl::StatusOr<RedisReply>& r,
+                           int64_t now, LeaseCalls* out) {
+  LeaseRecord& rec = e->record;
+  rec.request_in_flight = false;
+  const int64_t sample = now - rec.requested_at_ns;
+  if (sample > 0) {
+    const int64_t rtt = rtt_ns_.load(std::memory_order_relaxed);
+    rtt_ns_.store(rtt - rtt / 8 + sample / 8, std::memory_order_relaxed);
+  }
+  const absl::StatusOr<AcquireResult> res =
+      r.ok() ? ParseAcquireReply(*r)
+             : absl::StatusOr<AcquireResult>(r.status());
+  if (!res.ok()) {
+    counters_.redis_errors.fetch_add(1, std::memory_order_relaxed);
+    // Back off, per key: Redis is slow, gone or refusing; the key keeps
+    // spending what it holds and asks again after tick x 2^(n-1), n the
+    // consecutive errors (at most 250 ms).
+    rec.error_streak = std::min(rec.error_streak + 1, 16);
+    const int64_t backoff =
+        std::min<int64_t>(250'000'000, absl::ToInt64Nanoseconds(options_.tick)
+                                           << (rec.error_streak - 1));
+    CacheDenial(e, now + backoff);
+  } else {
+    rec.error_streak = 0;
+    rec.last_remaining = res->remaining;
+    // acq_rel: clears the mark a decision set when it ran dry.
+    const bool ran_dry =
+        e->flags.fetch_and(~kRanDry, std::memory_order_acq_rel) & kRanDry;
+    if (res->granted > 0) {
+      ApplyGrant(e, *res, ran_dry, now, out);
+    } else {
+      ApplyRefusal(e, *res, now);
+    }
+  }
+  // After kDenied is set (CacheDenial): a decision that sees the request
+  // answered never re-asks while a refusal is cached.
+  e->flags.fetch_and(~kRefillQueued, std::memory_order_acq_rel);
+}
+
+void LeaseBook::ApplyGrant(LeaseEntry* e, const AcquireResult& res,
+                           bool ran_dry, int64_t now, LeaseCalls* out) {
+  LeaseRecord& rec = e->record;
+  rec.lease_size =
+      AdaptTarget(sizing_, std::max<int64_t>(rec.lease_size, 1), ran_dry, 0);
+  ++rec.lease_seq;
+  std::string merged_id = std::exchange(
+      rec.lease_id,
+      absl::StrCat(instance_id_, ":", rec.id, ":", rec.lease_seq));
+  const int64_t merged_granted_at_us =
+      std::exchange(rec.granted_at_us, res.now_us);
+  const int64_t merged_granted = std::exchange(rec.lease_granted, res.granted);
+  int64_t life = absl::ToInt64Nanoseconds(options_.lease_ttl);
+  if (fixed_window_first_ && res.reset_after_us > 0) {
+    // Tokens of one fixed window must not be spent in the next.
+    life = std::min(life, res.reset_after_us * 1000);
+  }
+  // Counted from when the request left (the grant is at least that old).
+  rec.expires_at_ns = std::min(now, rec.requested_at_ns) + life;
+  ScheduleExpiry(e);
+  rec.last_active_ns = now;
+  counters_.tokens_granted.fetch_add(res.granted, std::memory_order_relaxed);
+  // relaxed: a threshold; a stale value only shifts one refill.
+  e->low_water.store(
+      std::max<int64_t>(
+          1, static_cast<int64_t>(rec.lease_size * options_.low_water)),
+      std::memory_order_relaxed);
+  // relaxed: a count of tokens; it publishes nothing else.
+  const int64_t leftover =
+      e->balance.fetch_add(res.granted, std::memory_order_relaxed);
+  // The leftover of an active lease is merged into this one; what of it is
+  // left at the return can still go back under the old id. (A failed
+  // subtraction in flight makes `leftover` smaller: fewer tokens returned,
+  // never more than were granted.)
+  rec.prev_returnable =
+      merged_id.empty() ? 0 : std::clamp<int64_t>(leftover, 0, merged_granted);
+  rec.prev_lease_id = rec.prev_returnable > 0 ? std::move(merged_id) : "";
+  rec.prev_granted_at_us = merged_granted_at_us;
+  e->flags.fetch_or(kHasLease, std::memory_order_acq_rel);
+  if (rec.requested_at_ns <= returned_all_at_ns_) {
+    ReturnLease(e, now, out);  // asked for before ReturnAll: give it back
+  }
+}
+
+void LeaseBook::ApplyRefusal(LeaseEntry* e, const AcquireResult& res,
+                             int64_t now) {
+  counters_.denied_by_redis.fetch_add(1, std::memory_order_relaxed);
+  int64_t wait = res.retry_after_us < 0
+                     ? absl::ToInt64Nanoseconds(options_.lease_ttl)
+                     : res.retry_after_us * 1000;
+  // Jitter (up to +25%) so that instances refused together do not all come
+  // back at the same instant: whoever returns first is random.
+  wait += static_cast<int64_t>(
+      std::uniform_real_distribution<double>(0, 0.25)(rng_) * wait);
+  CacheDenial(e, now + std::max<int64_t>(wait, 1));
+}
+
+void LeaseBook::CacheDenial(LeaseEntry* e, int64_t until_ns) {
+  // relaxed: the decision path reads it only to compute a retry hint.
+  e->deny_until_ns.store(until_ns, std::memory_order_relaxed);
+  if (!(e->flags.fetch_or(kDenied, std::memory_order_acq_rel) & kDenied)) {
+    denied_.push_back(e);
+  }
+}
+
+void LeaseBook::ScheduleExpiry(LeaseEntry* e) {
+  LeaseRecord& rec = e->record;
+  expiry_.push(Expiry{rec.expires_at_ns, e, rec.lease_seq});
+  ++rec.heap_refs;
+}
+
+// --- Charges -----------------------------------------------------------------
+
+void LeaseBook::Charge(LeaseEntry* e, LeaseCalls* out) {
+  LeaseRecord& rec = e->record;
+  if (rec.charge_in_flight) {
+    // One charge per key at a time; the next waits (the key stays in
+    // memory while it has unsynced tokens).
+    ++rec.charge_retry_refs;
+    charge_retry_.push_back(e);
+    return;
+  }
+  // acq_rel: takes exactly the admissions counted so far.
+  const int64_t n = e->unsynced.exchange(0, std::memory_order_acq_rel);
+  if (n <= 0) return;
+  rec.charge_in_flight = true;
+  AcquireArgs args;
+  args.wanted = n;
+  args.minimum = 0;
+  args.charge = true;
+  // Debt is bounded by one burst: beyond it the limit would stay closed for
+  // longer than a full refill, which an outage should not cause.
+  args.max_debt = burst_;
+  counters_.charges.fetch_add(1, std::memory_order_relaxed);
+  out->push_back(
+      LeaseCall{LeaseCall::Kind::kCharge, e, n,
+                AcquireArguments(spec_, key_prefix_, e->name(), args)});
+}
+
+void LeaseBook::RetryCharges(LeaseCalls* out) {
+  std::vector<LeaseEntry*> retry;
+  retry.swap(charge_retry_);
+  for (LeaseEntry* e : retry) {
+    --e->record.charge_retry_refs;
+    Charge(e, out);
+  }
+}
+
+void LeaseBook::ApplyCharge(const LeaseCall& call,
+                            const absl::StatusOr<RedisReply>& reply) {
+  LeaseEntry* e = call.entry;
+  e->record.charge_in_flight = false;
+  const absl::StatusOr<AcquireResult> r =
+      reply.ok() ? ParseAcquireReply(*reply)
+                 : absl::StatusOr<AcquireResult>(reply.status());
+  if (r.ok()) {
+    counters_.tokens_charged.fetch_add(r->granted, std::memory_order_relaxed);
+    return;
+  }
+  // Charge again on the next step: over-charging keeps the limit safe;
+  // losing the charge would not.
+  e->unsynced.fetch_add(call.amount, std::memory_order_acq_rel);
+  ++e->record.charge_retry_refs;
+  charge_retry_.push_back(e);
+  counters_.redis_errors.fetch_add(1, std::memory_order_relaxed);
+}
+
+// --- Returns -----------------------------------------------------------------
+
+void LeaseBook::Release(LeaseEntry* e, const std::string& lease_id,
+                        int64_t granted_at_us, int64_t amount,
+                        LeaseCalls* out) {
+  ReleaseArgs args;
+  args.amount = amount;
+  args.lease_id = lease_id;
+  args.granted_at_us = granted_at_us;
+  ++e->record.releases_pending;
+  out->push_back(
+      LeaseCall{LeaseCall::Kind::kRelease, e, amount,
+                ReleaseArguments(spec_, key_prefix_, e->name(), args)});
+}
+
+void LeaseBook::ApplyRelease(const LeaseCall& call,
+                             const absl::StatusOr<RedisReply>& reply) {
+  --call.entry->record.releases_pending;
+  const absl::StatusOr<int64_t> n =
+      reply.ok() ? ParseReleaseReply(*reply)
+                 : absl::StatusOr<int64_t>(reply.status());
+  if (n.ok()) {
+    counters_.tokens_returned.fetch_add(*n, std::memory_order_relaxed);
+  } else {
+    counters_.redis_errors.fetch_add(1, std::memory_order_relaxed);
+  }
+}
+
+bool LeaseBook::ReturnLease(LeaseEntry* e, int64_t now, LeaseCalls* out) {
+  LeaseRecord& rec = e->record;
+  if (e->unsynced.load(std::memory_order_relaxed) > 0) Charge(e, out);
+  // Takes the balance only when it is not negative: a negative balance is a
+  // decision's failed subtraction that is about to be added back, and
+  // taking it would let the add-back create tokens (or leave them behind
+  // with no lease). acq_rel: atomic against concurrent decisions.
+  int64_t left = e->balance.load(std::memory_order_relaxed);
+  while (left > 0 && !e->balance.compare_exchange_weak(
+                         left, 0, std::memory_order_acq_rel)) {
+  }
+  if (left < 0) {
+    if (rec.expires_at_ns != 0) {
+      // Try again on the next step, when the add-back has landed.
+      rec.expires_at_ns = now + 1;
+      ScheduleExpiry(e);
+    }
+    // Without a lease there is nothing to take back: a dry key being
+    // hammered must not hold up a ReturnAll.
+    return rec.expires_at_ns == 0;
+  }
+  if (rec.expires_at_ns == 0 && left == 0) return true;
+  const double unused =
+      rec.lease_granted > 0 ? static_cast<double>(left) / rec.lease_granted : 0;
+  rec.lease_size = AdaptTarget(sizing_, std::max<int64_t>(rec.lease_size, 1),
+                               /*ran_dry=*/false, unused);
+  // Each grant's tokens go back under its own lease id and grant time (the
+  // script credits them only into the window they were granted in): first
+  // the current lease's, then the leftover of the lease merged into it.
+  // Leftovers merged from older leases are dropped (stranded, not minted).
+  const int64_t give = std::min(left, rec.lease_granted);
+  if (give > 0 && !rec.lease_id.empty()) {
+    Release(e, rec.lease_id, rec.granted_at_us, give, out);
+  }
+  const int64_t give_prev = std::min(left - give, rec.prev_returnable);
+  if (give_prev > 0 && !rec.prev_lease_id.empty()) {
+    Release(e, rec.prev_lease_id, rec.prev_granted_at_us, give_prev, out);
+  }
+  rec.prev_lease_id.clear();
+  rec.prev_returnable = 0;
+  rec.expires_at_ns = 0;
+  rec.lease_id.clear();
+  rec.lease_granted = 0;
+  rec.last_active_ns = now;
+  // The key is cold again: its cold-key policy applies to its next
+  // requests (a fresh local share for kLocalShare). The share is taken back
+  // like a balance, compensating a decision's in-flight subtraction.
+  int64_t share = e->local_share.load(std::memory_order_relaxed);
+  while (share > 0 && !e->local_share.compare_exchange_weak(
+                          share, 0, std::memory_order_acq_rel)) {
+  }
+  e->flags.fetch_and(~(kHasLease | kLocalSeeded), std::memory_order_acq_rel);
+  return true;
+}
+
+// --- Time --------------------------------------------------------------------
+
+void LeaseBook::Expire(int64_t now, LeaseCalls* out,
+                       std::vector<LeaseEntry*>* ask_again) {
+  // Leases past their lifetime give their leftovers back.
+  while (!expiry_.empty() && expiry_.top().at_ns <= now) {
+    const Expiry x = expiry_.top();
+    expiry_.pop();
+    LeaseRecord& rec = x.entry->record;
+    --rec.heap_refs;
+    if (x.lease_seq == rec.lease_seq && rec.expires_at_ns != 0 &&
+        rec.expires_at_ns <= now) {
+      ReturnLease(x.entry, now, out);
+    }
+  }
+  // Cached refusals that are over: the key may ask again.
+  for (size_t i = 0; i < denied_.size();) {
+    LeaseEntry* e = denied_[i];
+    // relaxed: written only by this thread.
+    if (e->deny_until_ns.load(std::memory_order_relaxed) > now) {
+      ++i;
+      continue;
+    }
+    denied_[i] = denied_.back();
+    denied_.pop_back();
+    const uint32_t before = e->flags.fetch_and(~(kDenied | kWantedWhileDenied),
+                                               std::memory_order_acq_rel);
+    // Ask again at once only if decisions were denied meanwhile and the key
+    // is below its low-water mark; an idle key is left alone (and can be
+    // evicted), so an outage does not turn into polling every key.
+    if ((before & kWantedWhileDenied) &&
+        e->balance.load(std::memory_order_relaxed) <
+            e->low_water.load(std::memory_order_relaxed) &&
+        !(e->flags.fetch_or(kRefillQueued, std::memory_order_acq_rel) &
+          kRefillQueued)) {
+      ask_again->push_back(e);
+    }
+  }
+}
+
+bool LeaseBook::Evictable(const LeaseEntry* e, int64_t now) const {
+  const LeaseRecord& rec = e->record;
+  // relaxed loads: the caller holds the registry's writer lock (no lookup by
+  // name), pins are zero (no handle), and the rest is this thread's state.
+  return e->balance.load(std::memory_order_relaxed) == 0 &&
+         e->unsynced.load(std::memory_order_relaxed) == 0 &&
+         (e->flags.load(std::memory_order_relaxed) &
+          (kRefillQueued | kDenied)) == 0 &&
+         !rec.request_in_flight && !rec.charge_in_flight &&
+         rec.heap_refs == 0 && rec.releases_pending == 0 &&
+         rec.charge_retry_refs == 0 &&
+         now - rec.last_active_ns >=
+             absl::ToInt64Nanoseconds(options_.idle_evict);
+}
+
+LeaseStats LeaseBook::stats() const {
+  LeaseStats s;
+  s.lease_requests = counters_.lease_requests.load(std::memory_order_relaxed);
+  s.tokens_granted = counters_.tokens_granted.load(std::memory_order_relaxed);
+  s.tokens_returned = counters_.tokens_returned.load(std::memory_order_relaxed);
+  s.denied_by_redis = counters_.denied_by_redis.load(std::memory_order_relaxed);
+  s.charges = counters_.charges.load(std::memory_order_relaxed);
+  s.tokens_charged = counters_.tokens_charged.load(std::memory_order_relaxed);
+  s.redis_errors = counters_.redis_errors.load(std::memory_order_relaxed);
+  return s;
+}
+
+}  // namespace tokenlease::internal

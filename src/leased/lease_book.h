@@ -1,0 +1,178 @@
+// The lease book: all of leased mode's accounting, as transitions driven by
+// the caller's clock that return the Redis calls to send. No thread, no
+// wake-up, no transport, no flow control: the reconciler (reconciler.h)
+// feeds it events and sends what it returns, and unit tests drive it
+// through every transition without a Redis server.
+//
+// Per key (LeaseEntry::record) it keeps: the current lease (id, grant time,
+// size) and the one merged into it, the expiry, the adaptive lease size
+// (lease_sizer.h), the refusal cache and error backoff, charges of tokens
+// admitted without a lease (one in flight per key, the rest retried), and
+// what a ReturnAll must still take back. It writes the decision path's
+// atomics of the key (balance, low-water mark, flags, deny_until_ns) with
+// the memory orders stated at each write.
+//
+// Single-threaded: every method runs on one thread (the reconciler's),
+// except the accessors marked "any thread".
+#ifndef TOKENLEASE_SRC_LEASED_LEASE_BOOK_H_
+#define TOKENLEASE_SRC_LEASED_LEASE_BOOK_H_
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <queue>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "leased/lease_entry.h"
+#include "leased/lease_sizer.h"
+#include "redis/redis_client.h"
+#include "redis/reply.h"
+#include "redis/script_call.h"
+#include "tokenlease/leased.h"
+#include "tokenlease/spec.h"
+
+namespace tokenlease::internal {
+
+// One Redis call the book asks for.
+struct LeaseCall {
+  enum class Kind : uint8_t {
+    kLease,    // acquire: a lease of up to `amount` tokens
+    kCharge,   // acquire with charge=1: `amount` tokens admitted unleased
+    kRelease,  // release: give `amount` unused tokens back
+  };
+  Kind kind = Kind::kLease;
+  LeaseEntry* entry = nullptr;
+  int64_t amount = 0;
+  // The script's arguments after its name: numkeys, keys..., argv...
+  std::vector<std::string> args;
+
+  // The script to run (acquire for leases and charges, else release).
+  const LuaScript& script() const;
+};
+
+// The calls a book transition asks for, in order.
+using LeaseCalls = std::vector<LeaseCall>;
+
+class LeaseBook {
+ public:
+  // `spec` must satisfy ValidateScriptSpec and `options` Validate();
+  // `instance_id` makes lease ids unique across instances; `seed` seeds
+  // the retry jitter (fixed in tests).
+  LeaseBook(const LimitSpec& spec, const LeaseOptions& options,
+            std::string key_prefix, std::string instance_id, uint64_t seed);
+
+  // A new step at `now` (book clock, ns): publishes it for coarse_now_ns().
+  void BeginStep(int64_t now);
+
+  // `e` asked for a lease (the decision path set kRefillQueued): charges
+  // its unleased admissions, then asks for a lease sized by the sizing
+  // rule. kRefillQueued stays set until the reply is applied.
+  void Lease(LeaseEntry* e, int64_t now, LeaseCalls* out);
+  // Answers `e`'s request without a lease (while returning everything):
+  // charges its unleased admissions and clears kRefillQueued.
+  void Decline(LeaseEntry* e, LeaseCalls* out);
+
+  // Applies Redis's answer (or the transport's error) to a call this book
+  // asked for.
+  void Apply(const LeaseCall& call, const absl::StatusOr<RedisReply>& reply,
+             int64_t now, LeaseCalls* out);
+
+  // Returns the leftovers of leases whose lifetime is over, and lifts
+  // cached refusals whose time has come: keys whose decisions were denied
+  // meanwhile (and that are below their low-water mark) are flagged
+  // kRefillQueued again and appended to `ask_again`.
+  void Expire(int64_t now, LeaseCalls* out,
+              std::vector<LeaseEntry*>* ask_again);
+  // Sends the charges that waited (one was in flight) or failed.
+  void RetryCharges(LeaseCalls* out);
+  // True if charges wait for the next RetryCharges.
+  bool HasRetries() const { return !charge_retry_.empty(); }
+
+  // Charges `e`'s unleased admissions, takes its balance back and returns
+  // the unused tokens of its leases. False if the balance
+  // was negative while a lease was active (a decision's add-back is on its
+  // way): the return is retried on the next step (also through the expiry).
+  bool ReturnLease(LeaseEntry* e, int64_t now, LeaseCalls* out);
+  // Every lease was returned at `now`: grants asked for before it are
+  // given back as soon as they arrive.
+  void ReturnedAll(int64_t now) { returned_all_at_ns_ = now; }
+
+  // True if `e` holds nothing and waits for nothing (no lease, balance,
+  // unleased admissions, call in flight or scheduled, cached refusal) and
+  // was last active `idle_evict` ago: dropping it changes nothing.
+  bool Evictable(const LeaseEntry* e, int64_t now) const;
+
+  // Any thread: an estimate of a lease request's round trip (for
+  // retry_after), and the clock as of the last step (so decisions read no
+  // clock).
+  int64_t round_trip_ns() const {
+    return rtt_ns_.load(std::memory_order_relaxed);  // relaxed: an estimate
+  }
+  int64_t coarse_now_ns() const {
+    return coarse_now_ns_.load(std::memory_order_relaxed);  // relaxed: a hint
+  }
+  // Any thread: counters (keys and redis are left for the caller).
+  LeaseStats stats() const;
+
+  const LeaseSizing& sizing() const { return sizing_; }
+
+ private:
+  struct Expiry {
+    int64_t at_ns;
+    LeaseEntry* entry;
+    uint64_t lease_seq;
+    bool operator>(const Expiry& o) const { return at_ns > o.at_ns; }
+  };
+
+  void ApplyLease(LeaseEntry* e, const absl::StatusOr<RedisReply>& r,
+                  int64_t now, LeaseCalls* out);
+  void ApplyGrant(LeaseEntry* e, const AcquireResult& res, bool ran_dry,
+                  int64_t now, LeaseCalls* out);
+  void ApplyRefusal(LeaseEntry* e, const AcquireResult& res, int64_t now);
+  void ApplyCharge(const LeaseCall& call,
+                   const absl::StatusOr<RedisReply>& reply);
+  void ApplyRelease(const LeaseCall& call,
+                    const absl::StatusOr<RedisReply>& reply);
+  void Charge(LeaseEntry* e, LeaseCalls* out);
+  void Release(LeaseEntry* e, const std::string& lease_id,
+               int64_t granted_at_us, int64_t amount, LeaseCalls* out);
+  void ScheduleExpiry(LeaseEntry* e);
+  void CacheDenial(LeaseEntry* e, int64_t until_ns);
+
+  const LimitSpec spec_;
+  const LeaseOptions options_;
+  const std::string key_prefix_;
+  const std::string instance_id_;
+  const LeaseSizing sizing_;
+  // The first band's burst: the largest lease or cost, and the most debt a
+  // charge may leave (an outage should not close the limit for longer than
+  // a full refill).
+  const int64_t burst_;
+  const bool fixed_window_first_;  // expiry also at the window's end
+
+  std::priority_queue<Expiry, std::vector<Expiry>, std::greater<>> expiry_;
+  std::vector<LeaseEntry*> denied_;        // keys with a cached refusal
+  std::vector<LeaseEntry*> charge_retry_;  // charges to send next step
+  std::mt19937_64 rng_;
+  uint64_t next_entry_id_ = 0;
+  // When every lease was last returned (book clock): a grant asked for
+  // before it is given back as soon as it arrives.
+  int64_t returned_all_at_ns_ = -1;
+
+  std::atomic<int64_t> rtt_ns_{1'000'000};
+  std::atomic<int64_t> coarse_now_ns_{0};
+  // Relaxed: statistics, written here and read by stats() on any thread.
+  struct Counters {
+    std::atomic<uint64_t> lease_requests{0}, tokens_granted{0},
+        tokens_returned{0}, denied_by_redis{0}, charges{0}, tokens_charged{0},
+        redis_errors{0};
+  };
+  Counters counters_;
+};
+
+}  // namespace tokenlease::internal
+
+#endif  // TOKENLEASE_SRC_LEASED_LEASE_BOOK_H_

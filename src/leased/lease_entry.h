@@ -1,0 +1,87 @@
+// One key of a LeasedLimiter: the atomics the decision path and the
+// reconciler share, and the record only the lease book (reconciler thread)
+// touches.
+#ifndef TOKENLEASE_SRC_LEASED_LEASE_ENTRY_H_
+#define TOKENLEASE_SRC_LEASED_LEASE_ENTRY_H_
+
+#include <atomic>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "tokenlease/leased.h"
+
+namespace tokenlease::internal {
+
+// Flag bits of LeaseEntry::flags, in numeric order.
+inline constexpr uint32_t kRefillQueued = 1;  // in the reconciler's queue or
+                                              // a lease request is in flight
+inline constexpr uint32_t kDenied = 2;        // Redis refused: deny locally
+                                              // until deny_until_ns
+inline constexpr uint32_t kHasLease = 4;      // a lease is active
+inline constexpr uint32_t kRanDry = 8;        // denied while a refill was
+                                              // on its way: lease too small
+inline constexpr uint32_t kLocalSeeded = 16;  // local share handed out since
+                                              // the last lease ended
+inline constexpr uint32_t kWantedWhileDenied = 32;  // a decision was denied
+                                                    // while kDenied was set
+
+// The lease book's record of one key (LeaseBook; reconciler thread only).
+struct LeaseRecord {
+  uint64_t id = 0;            // unique within the limiter (lease ids)
+  uint64_t lease_seq = 0;     // numbers this key's leases
+  std::string lease_id;       // id of the current lease ("" if none)
+  int64_t granted_at_us = 0;  // Redis time of the current lease's grant
+  int64_t lease_granted = 0;  // tokens of the current lease
+  // The lease the current one was merged into (its leftover was still in
+  // the balance when the grant landed): up to prev_returnable of the
+  // balance can go back under its id. Older leftovers are dropped.
+  std::string prev_lease_id;
+  int64_t prev_granted_at_us = 0;
+  int64_t prev_returnable = 0;
+  int64_t expires_at_ns = 0;    // book clock; 0: no lease
+  int64_t lease_size = 0;       // the adaptive target size (0: not yet set)
+  int64_t last_remaining = -1;  // what Redis last said is left (-1 unknown)
+  int64_t requested_at_ns = 0;  // when the in-flight request left
+  bool request_in_flight = false;
+  int error_streak = 0;  // consecutive failed lease requests
+  bool charge_in_flight = false;
+  int64_t last_active_ns = 0;  // last refill request or grant
+  int heap_refs = 0;           // entries in the expiry heap
+  int releases_pending = 0;    // releases queued or in flight
+  int charge_retry_refs = 0;   // times the key waits in the charge retries
+};
+
+// LeaseHot (balance, low_water) comes first: the decision path subtracts
+// from the balance with one relaxed fetch_sub (a count, publishing nothing)
+// and adds back on failure; the book adds grants, takes leftovers with a
+// compare-exchange, and sets the low-water mark. Cache-line aligned, so
+// two keys' balances never share a line.
+struct alignas(64) LeaseEntry : LeaseHot {
+  explicit LeaseEntry(std::string_view key) : name_(key) {}
+
+  // The key (the registry's map views it).
+  std::string_view name() const { return name_; }
+
+  std::atomic<uint32_t> flags{0};
+  // Handles holding this key (ShardedRegistry explains the orders).
+  std::atomic<uint32_t> pins{0};
+  // kDenied: until when (book clock, ns).
+  std::atomic<int64_t> deny_until_ns{0};
+  // kLocalShare: tokens a cold key may still admit without a lease, and
+  // tokens so admitted that Redis has not been charged for yet.
+  std::atomic<int64_t> local_share{0};
+  std::atomic<int64_t> unsynced{0};
+  // The largest cost denied since the last lease request: the next request
+  // asks for at least this much.
+  std::atomic<int64_t> wanted_cost{0};
+
+  LeaseRecord record;  // the lease book's; reconciler thread only
+
+ private:
+  const std::string name_;
+};
+
+}  // namespace tokenlease::internal
+
+#endif  // TOKENLEASE_SRC_LEASED_LEASE_ENTRY_H_

@@ -1,0 +1,446 @@
+// src/leased: the leased mode (the public leased.h). Each key's decision
+// is local, from a balance of tokens leased in batches from the shared
+// limit in Redis: the decision path here and inline in leased.h; the key
+// (lease_entry.h) in a ShardedRegistry; the lease accounting as a pure
+// book (lease_book.h) with its sizing rule (lease_sizer.h); and the
+// reconciler thread that drives the book over the Redis transport
+// (reconciler.h). docs/design.md gives the protocol and the accuracy bound.
+//
+// This file: LeasedLimiter, its Impl (the decision path's slow half and the
+// owner of the parts), and LeaseHandle.
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <random>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "base/absl_view.h"
+#include "leased/lease_book.h"
+#include "leased/lease_entry.h"
+#include "leased/reconciler.h"
+#include "local/spec_facts.h"
+#include "redis/redis_client.h"
+#include "redis/script_call.h"
+#include "tokenlease/leased.h"
+
+namespace tokenlease {
+
+using internal::kDenied;
+using internal::kHasLease;
+using internal::kLocalSeeded;
+using internal::kRanDry;
+using internal::kRefillQueued;
+using internal::kWantedWhileDenied;
+using internal::LeaseEntry;
+
+namespace {
+
+// Unique per limiter instance (lease ids must not collide across
+// processes sharing a limit).
+std::string RandomInstanceId() {
+  std::random_device rd;
+  const uint64_t x = (static_cast<uint64_t>(rd()) << 32) ^ rd();
+  char buf[17];
+  std::snprintf(buf, sizeof(buf), "%016llx",
+                static_cast<unsigned long long>(x));
+  return buf;
+}
+
+Decision InvalidArgumentDecision() {
+  Decision d;
+  d.source = DecisionSource::kInvalidArgument;
+  d.retry_after_ns = kNever;
+  return d;
+}
+
+}  // namespace
+
+class LeasedLimiter::Impl final : public internal::LeaseRegistry::Owner {
+ public:
+  Impl(const LimitSpec& spec, const LeasedLimiterOptions& options,
+       std::shared_ptr<RedisConnection> connection)
+      : spec_(spec),
+        options_(options),
+        connection_(std::move(connection)),
+        clock_(options_.clock != nullptr ? options_.clock : DefaultClock()),
+        max_cost_(internal::FirstBandBurst(spec_)),
+        local_share_(std::max<int64_t>(
+            1, static_cast<int64_t>(options_.lease.local_share *
+                                    static_cast<double>(max_cost_)))),
+        book_(spec_, options_.lease, options_.key_prefix, RandomInstanceId(),
+              std::random_device{}()),
+        registry_(this, options_.max_keys, options_.shards,
+                  internal::LeaseRegistry::Growth::kRefusesWhenFull),
+        reconciler_(&book_, &registry_, &connection_->client(), clock_,
+                    options_.lease,
+                    static_cast<size_t>(
+                        std::min<int64_t>(options_.max_keys, 1 << 16))) {
+    reconciler_.Start();
+  }
+
+  ~Impl() override { reconciler_.Stop(options_.lease.release_deadline); }
+
+  // LeaseRegistry::Owner. Entries are reclaimed only by the reconciler
+  // (Growth::kRefusesWhenFull), which alone may read the book.
+  LeaseEntry* NewEntry(std::string_view name, int64_t) override {
+    return new LeaseEntry(name);
+  }
+  void DeleteEntry(LeaseEntry* e) override { delete e; }
+  bool Reclaimable(LeaseEntry* e, int64_t now_ns) override {
+    return book_.Evictable(e, now_ns);
+  }
+
+  // `may_wait`: false under a registry lock (ColdKeyPolicy::kWait must not
+  // wait there: the reconciler's eviction sweep takes the writer lock).
+  [[gnu::always_inline]] Decision Decide(LeaseEntry* e, int64_t cost,
+                                         bool may_wait = true) {
+    // relaxed throughout: the balance is a count of tokens and publishes no
+    // other memory; every token is taken by exactly one successful
+    // subtraction, whatever the interleaving.
+    if (cost > 0 && e->balance.load(std::memory_order_relaxed) >= cost) {
+      const int64_t old = e->balance.fetch_sub(cost, std::memory_order_relaxed);
+      if (old >= cost) [[likely]] {
+        if (old - cost < e->low_water.load(std::memory_order_relaxed)) {
+          reconciler_.RequestRefill(e);
+        }
+        return internal::LeaseAdmitted(old - cost);
+      }
+      e->balance.fetch_add(cost, std::memory_order_relaxed);
+    }
+    return Slow(e, cost, may_wait);
+  }
+
+  // True if a cold key's decision should wait for its first lease.
+  bool ShouldWait(LeaseEntry* e, int64_t cost) const {
+    return options_.lease.cold_key_policy == ColdKeyPolicy::kWait && cost > 0 &&
+           cost <= max_cost_ &&
+           !(e->flags.load(std::memory_order_acquire) & kHasLease);
+  }
+
+  // The largest cost a lease can pay (LeaseHandle::max_cost_).
+  int64_t max_cost() const { return max_cost_; }
+
+  Decision Slow(LeaseEntry* e, int64_t cost, bool may_wait) {
+    if (cost < 0) return InvalidArgumentDecision();
+    Decision d;
+    d.source = DecisionSource::kLease;
+    if (cost == 0) {
+      d.allowed = true;
+      d.remaining =
+          std::max<int64_t>(0, e->balance.load(std::memory_order_relaxed));
+      return d;
+    }
+    if (cost > max_cost_) {
+      d.retry_after_ns = kNever;
+      return d;
+    }
+    // relaxed: a sizing hint for the reconciler (the next lease covers at
+    // least the largest cost denied). Only after the burst check: a cost no
+    // lease can cover must not make every later lease request ask for it.
+    if (e->wanted_cost.load(std::memory_order_relaxed) < cost) {
+      e->wanted_cost.store(cost, std::memory_order_relaxed);
+    }
+    // acquire: pairs with the reconciler's flag updates.
+    const uint32_t flags = e->flags.load(std::memory_order_acquire);
+    if (!(flags & kHasLease)) {
+      switch (options_.lease.cold_key_policy) {
+        case ColdKeyPolicy::kLocalShare:
+          if (TakeLocalShare(e, cost)) {
+            d.allowed = true;
+            d.source = DecisionSource::kFallback;
+            reconciler_.RequestRefill(e);  // brings the charge along
+            return d;
+          }
+          break;
+        case ColdKeyPolicy::kWait:
+          if (may_wait && WaitForLease(e, cost)) {
+            d.allowed = true;
+            d.remaining = std::max<int64_t>(
+                0, e->balance.load(std::memory_order_relaxed));
+            return d;
+          }
+          break;
+        case ColdKeyPolicy::kDeny:
+          break;
+      }
+    }
+    if ((flags & kHasLease) && (flags & kRefillQueued) && !(flags & kRanDry)) {
+      // The lease ran out before its refill arrived: lease larger next time.
+      e->flags.fetch_or(kRanDry, std::memory_order_relaxed);
+    }
+    reconciler_.RequestRefill(e);
+    if ((flags & kDenied) && !(flags & kWantedWhileDenied)) {
+      // Tells the reconciler the key still has demand when the cached
+      // refusal ends (an idle key is not asked for again).
+      e->flags.fetch_or(kWantedWhileDenied, std::memory_order_relaxed);
+    }
+    if (flags & kDenied) {
+      const int64_t until = e->deny_until_ns.load(std::memory_order_relaxed);
+      // The reconciler's clock as of its last step (within one tick): a
+      // denial reads no clock either.
+      d.retry_after_ns = std::max<int64_t>(0, until - book_.coarse_now_ns());
+    } else {
+      d.retry_after_ns = book_.round_trip_ns();
+    }
+    return d;
+  }
+
+  bool TakeLocalShare(LeaseEntry* e, int64_t cost) {
+    // The share is seeded on the key's first cold decision.
+    int64_t have = e->local_share.load(std::memory_order_relaxed);
+    if (have == 0 &&
+        !(e->flags.fetch_or(kLocalSeeded, std::memory_order_acq_rel) &
+          kLocalSeeded)) {
+      e->local_share.fetch_add(local_share_, std::memory_order_relaxed);
+    }
+    if (e->local_share.fetch_sub(cost, std::memory_order_relaxed) >= cost) {
+      // acq_rel: the reconciler's exchange takes whole admissions.
+      e->unsynced.fetch_add(cost, std::memory_order_acq_rel);
+      return true;
+    }
+    e->local_share.fetch_add(cost, std::memory_order_relaxed);
+    return false;
+  }
+
+  bool WaitForLease(LeaseEntry* e, int64_t cost) {
+    reconciler_.RequestRefill(e);
+    const auto deadline = std::chrono::steady_clock::now() +
+                          absl::ToChronoNanoseconds(options_.lease.cold_wait);
+    while (std::chrono::steady_clock::now() < deadline) {
+      if (e->flags.load(std::memory_order_acquire) & (kHasLease | kDenied)) {
+        if (e->balance.fetch_sub(cost, std::memory_order_relaxed) >= cost) {
+          return true;
+        }
+        e->balance.fetch_add(cost, std::memory_order_relaxed);
+        return false;
+      }
+      std::this_thread::sleep_for(std::chrono::microseconds(50));
+    }
+    return false;
+  }
+
+  Decision TryAcquire(std::string_view key, int64_t cost) {
+    LeaseEntry* wait_on = nullptr;
+    // 0: the decision path reads no clock (NewEntry ignores the time).
+    Decision d = registry_.With(key, 0, [&](LeaseEntry* e) {
+      if (e == nullptr) {
+        Decision denied;
+        denied.source = DecisionSource::kKeyLimit;
+        denied.retry_after_ns = kNever;
+        return denied;
+      }
+      if (ShouldWait(e, cost)) {
+        // Wait outside the shard lock, holding a pin instead.
+        // relaxed: under the shard lock, which orders it against Evict.
+        e->pins.fetch_add(1, std::memory_order_relaxed);
+        wait_on = e;
+        return Decision{};
+      }
+      return Decide(e, cost, /*may_wait=*/false);
+    });
+    if (wait_on != nullptr) {
+      d = Decide(wait_on, cost);
+      // release: pairs with the evictor's acquire load of pins.
+      wait_on->pins.fetch_sub(1, std::memory_order_release);
+    }
+    return d;
+  }
+
+  absl::StatusOr<LeaseEntry*> Pin(std::string_view key) {
+    return registry_.With(
+        key, 0, [&](LeaseEntry* e) -> absl::StatusOr<LeaseEntry*> {
+          if (e == nullptr) {
+            return absl::ResourceExhaustedError(
+                absl::StrCat("the limiter holds max_keys (", options_.max_keys,
+                             ") keys and none is idle; raise "
+                             "LeasedLimiterOptions::max_keys"));
+          }
+          // relaxed: under the shard lock, which orders it against Evict.
+          e->pins.fetch_add(1, std::memory_order_relaxed);
+          return e;
+        });
+  }
+
+  void RequestRefill(LeaseEntry* e) { reconciler_.RequestRefill(e); }
+
+  absl::StatusOr<LeaseKeyInfo> Inspect(std::string_view key) {
+    return registry_.Find(
+        key, [&](LeaseEntry* e) -> absl::StatusOr<LeaseKeyInfo> {
+          if (e == nullptr) {
+            return absl::NotFoundError(
+                absl::StrCat("key \"", internal::AbslView(key),
+                             "\" is not in memory (never used, or evicted)"));
+          }
+          LeaseKeyInfo info;
+          // relaxed: a monitoring snapshot.
+          info.balance = e->balance.load(std::memory_order_relaxed);
+          info.low_water = e->low_water.load(std::memory_order_relaxed);
+          const uint32_t f = e->flags.load(std::memory_order_acquire);
+          info.has_lease = f & kHasLease;
+          info.refill_pending = f & kRefillQueued;
+          info.denied = f & kDenied;
+          return info;
+        });
+  }
+
+  LeaseStats stats() const {
+    LeaseStats s = book_.stats();
+    s.keys = static_cast<uint64_t>(registry_.size());
+    s.redis = connection_->stats();
+    return s;
+  }
+
+  absl::Status ReturnAll(absl::Duration timeout) {
+    return reconciler_.ReturnAll(timeout);
+  }
+  absl::Status Sync(absl::Duration timeout) {
+    return reconciler_.Sync(timeout);
+  }
+
+  const LimitSpec& spec() const { return spec_; }
+  RedisConnection& connection() const { return *connection_; }
+
+ private:
+  const LimitSpec spec_;
+  const LeasedLimiterOptions options_;
+  const std::shared_ptr<RedisConnection> connection_;
+  Clock* const clock_;
+  const int64_t max_cost_;     // the first band's burst
+  const int64_t local_share_;  // kLocalShare: tokens per cold period
+  // Destroyed in reverse: the reconciler (stopped first) before the
+  // registry and the book it uses.
+  internal::LeaseBook book_;
+  internal::LeaseRegistry registry_;
+  internal::Reconciler reconciler_;
+};
+
+// --- LeaseHandle ----------------------------------------------------------
+
+namespace {
+void Unpin(internal::LeaseHot* entry) {
+  // release: every use through the handle happens before an eviction that
+  // sees zero pins (acquire).
+  if (entry != nullptr) {
+    static_cast<LeaseEntry*>(entry)->pins.fetch_sub(1,
+                                                    std::memory_order_release);
+  }
+}
+void AddPin(internal::LeaseHot* entry) {
+  // relaxed: the copied handle already holds a pin, so the entry is alive.
+  if (entry != nullptr) {
+    static_cast<LeaseEntry*>(entry)->pins.fetch_add(1,
+                                                    std::memory_order_relaxed);
+  }
+}
+}  // namespace
+
+LeaseHandle::LeaseHandle(const LeaseHandle& other)
+    : entry_(other.entry_), max_cost_(other.max_cost_) {
+  AddPin(entry_);
+}
+LeaseHandle& LeaseHandle::operator=(const LeaseHandle& other) {
+  if (this != &other) {
+    AddPin(other.entry_);
+    Unpin(entry_);
+    entry_ = other.entry_;
+    max_cost_ = other.max_cost_;
+    expect_refusal_.store(false, std::memory_order_relaxed);
+  }
+  return *this;
+}
+LeaseHandle::LeaseHandle(LeaseHandle&& other) noexcept
+    : entry_(other.entry_), max_cost_(other.max_cost_) {
+  other.entry_ = nullptr;
+  other.max_cost_ = 0;
+}
+LeaseHandle& LeaseHandle::operator=(LeaseHandle&& other) noexcept {
+  if (this != &other) {
+    Unpin(entry_);
+    entry_ = other.entry_;
+    max_cost_ = other.max_cost_;
+    expect_refusal_.store(false, std::memory_order_relaxed);
+    other.entry_ = nullptr;
+    other.max_cost_ = 0;
+  }
+  return *this;
+}
+LeaseHandle::~LeaseHandle() { Unpin(entry_); }
+
+// --- LeasedLimiter ---------------------------------------------------------
+
+absl::StatusOr<std::unique_ptr<LeasedLimiter>> LeasedLimiter::Create(
+    const LimitSpec& spec, const LeasedLimiterOptions& options) {
+  if (absl::Status s = internal::ValidateScriptSpec(spec); !s.ok()) return s;
+  if (absl::Status s = options.Validate(); !s.ok()) return s;
+  absl::StatusOr<std::shared_ptr<RedisConnection>> connection =
+      internal::GivenOrNewConnection(options.connection, options.redis);
+  if (!connection.ok()) return connection.status();
+  return std::unique_ptr<LeasedLimiter>(new LeasedLimiter(
+      std::make_unique<Impl>(spec, options, *std::move(connection))));
+}
+
+LeasedLimiter::LeasedLimiter(std::unique_ptr<Impl> impl)
+    : impl_(std::move(impl)) {}
+LeasedLimiter::~LeasedLimiter() = default;
+
+Decision LeasedLimiter::TryAcquire(std::string_view key, int64_t cost) {
+  return impl_->TryAcquire(key, cost);
+}
+
+Decision LeasedLimiter::AfterSubtract(const LeaseHandle& handle, int64_t cost,
+                                      int64_t old) {
+  LeaseEntry* e = static_cast<LeaseEntry*>(handle.entry_);
+  if (old >= cost) {
+    // Admitted, and below the low-water mark: ask for the refill now.
+    impl_->RequestRefill(e);
+    return internal::LeaseAdmitted(old - cost);
+  }
+  // relaxed: undoes this call's own subtraction (a count).
+  e->balance.fetch_add(cost, std::memory_order_relaxed);
+  // relaxed: a hint (see TryAcquire); written only when it changes, so a
+  // handle shared by threads is not written on every denial.
+  if (!handle.expect_refusal_.load(std::memory_order_relaxed)) {
+    handle.expect_refusal_.store(true, std::memory_order_relaxed);
+  }
+  return impl_->Slow(e, cost, /*may_wait=*/true);
+}
+
+Decision LeasedLimiter::SlowAcquire(const LeaseHandle& handle, int64_t cost) {
+  if (handle.entry_ == nullptr) return InvalidArgumentDecision();
+  LeaseEntry* e = static_cast<LeaseEntry*>(handle.entry_);
+  // Reached with an out-of-range cost, or when the handle expects a
+  // refusal: Decide reads the balance before it subtracts, so denials
+  // leave the balance's cache line shared. Enough tokens clear the mark.
+  if (cost > 0 && cost <= handle.max_cost_ &&
+      e->balance.load(std::memory_order_relaxed) >= cost) {
+    handle.expect_refusal_.store(false, std::memory_order_relaxed);
+  }
+  return impl_->Decide(e, cost);
+}
+
+absl::StatusOr<LeaseHandle> LeasedLimiter::Resolve(std::string_view key) {
+  absl::StatusOr<LeaseEntry*> e = impl_->Pin(key);
+  if (!e.ok()) return e.status();
+  return LeaseHandle(static_cast<internal::LeaseHot*>(*e), impl_->max_cost());
+}
+
+absl::Status LeasedLimiter::ReturnAll(absl::Duration timeout) {
+  return impl_->ReturnAll(timeout);
+}
+
+absl::Status LeasedLimiter::Sync(absl::Duration timeout) {
+  return impl_->Sync(timeout);
+}
+
+LeaseStats LeasedLimiter::stats() const { return impl_->stats(); }
+absl::StatusOr<LeaseKeyInfo> LeasedLimiter::Inspect(
+    std::string_view key) const {
+  return impl_->Inspect(key);
+}
+const LimitSpec& LeasedLimiter::spec() const { return impl_->spec(); }
+RedisConnection& LeasedLimiter::connection() const {
+  return impl_->connection();
+}
+
+}  // namespace tokenlease

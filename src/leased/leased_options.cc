@@ -1,0 +1,45 @@
+// Validation of LeaseOptions and LeasedLimiterOptions.
+#include "core/options_checks.h"
+#include "redis/script_call.h"
+#include "tokenlease/leased.h"
+
+namespace tokenlease {
+
+absl::Status LeaseOptions::Validate() const {
+  using internal::CheckDuration;
+  using internal::CheckFraction;
+  return internal::FirstError({
+      CheckDuration("LeaseOptions.lease_ttl", lease_ttl, absl::Milliseconds(1),
+                    absl::Hours(1)),
+      CheckFraction("LeaseOptions.max_lease_fraction", max_lease_fraction, 0, 1,
+                    /*open_low=*/true),
+      CheckFraction("LeaseOptions.remaining_share", remaining_share, 0, 1,
+                    /*open_low=*/true),
+      CheckDuration("LeaseOptions.min_batch", min_batch, absl::ZeroDuration(),
+                    lease_ttl),
+      CheckFraction("LeaseOptions.low_water", low_water, 0, 0.999,
+                    /*open_low=*/true),
+      CheckDuration("LeaseOptions.cold_wait", cold_wait, absl::ZeroDuration(),
+                    absl::Seconds(1)),
+      CheckFraction("LeaseOptions.local_share", local_share, 0, 1,
+                    /*open_low=*/true),
+      CheckDuration("LeaseOptions.tick", tick, absl::Microseconds(100),
+                    absl::Seconds(1)),
+      CheckDuration("LeaseOptions.idle_evict", idle_evict, 2 * lease_ttl,
+                    absl::Hours(24 * 365)),
+      CheckDuration("LeaseOptions.release_deadline", release_deadline,
+                    absl::ZeroDuration(), absl::Minutes(1)),
+  });
+}
+
+absl::Status LeasedLimiterOptions::Validate() const {
+  return internal::FirstError({
+      internal::ValidateKeyPrefix("LeasedLimiterOptions.key_prefix",
+                                  key_prefix),
+      internal::ValidateKeySpace("LeasedLimiterOptions", max_keys, shards),
+      lease.Validate(),
+      connection == nullptr ? redis.Validate() : absl::OkStatus(),
+  });
+}
+
+}  // namespace tokenlease

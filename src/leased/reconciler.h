@@ -1,0 +1,146 @@
+// The reconciler: one thread per LeasedLimiter that drives its lease book
+// (lease_book.h). It owns only the thread and its wake-ups, the hand-over
+// of refill requests from the decision path (a bounded MPSC queue) and of
+// replies from the Redis client thread, flow control (a cap on calls in
+// flight, with the rest queued), the transport of the book's calls (one
+// pipelined batch per step), ReturnAll and Sync, and idle-key eviction.
+#ifndef TOKENLEASE_SRC_LEASED_RECONCILER_H_
+#define TOKENLEASE_SRC_LEASED_RECONCILER_H_
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "base/mpsc_queue.h"
+#include "base/sharded_registry.h"
+#include "leased/lease_book.h"
+#include "leased/lease_entry.h"
+#include "redis/redis_client.h"
+#include "tokenlease/clock.h"
+#include "tokenlease/leased.h"
+
+namespace tokenlease::internal {
+
+using LeaseRegistry = ShardedRegistry<LeaseEntry>;
+
+class Reconciler {
+ public:
+  // Calls in flight at most. At ~30 us of script per call, 256 queued calls
+  // are ~8 ms of Redis time per instance: far below any sane command
+  // timeout, so an overloaded Redis slows leasing down instead of timing
+  // out (and resetting) every connection.
+  static constexpr int64_t kMaxCallsInFlight = 256;
+
+  // `book`, `registry`, `client` and `clock` must outlive the reconciler.
+  // `registry` is reclaimed only from this thread (Growth::kRefusesWhenFull).
+  Reconciler(LeaseBook* book, LeaseRegistry* registry, RedisClient* client,
+             Clock* clock, const LeaseOptions& options, size_t queue_capacity);
+  ~Reconciler();  // Stop() if still running
+
+  void Start();
+  // Returns every lease and charges every unleased admission, waits for
+  // Redis (up to `timeout`), then stops the thread.
+  void Stop(absl::Duration timeout);
+
+  // Decision path, any thread: ask for a refill of `e` (once until it is
+  // answered; no-op while Redis's refusal is cached).
+  void RequestRefill(LeaseEntry* e) {
+    // relaxed: a hint; the fetch_or below decides.
+    const uint32_t f = e->flags.load(std::memory_order_relaxed);
+    if (f & (kRefillQueued | kDenied)) return;
+    // acq_rel: exactly one caller wins the flag and enqueues.
+    if (e->flags.fetch_or(kRefillQueued, std::memory_order_acq_rel) &
+        kRefillQueued) {
+      return;
+    }
+    if (!requests_.TryPush(e)) {
+      // Full: drop the request; the next decision on the key asks again.
+      e->flags.fetch_and(~kRefillQueued, std::memory_order_relaxed);
+      return;
+    }
+    Wake();
+  }
+
+  // Returns every lease now; waits up to `timeout` for the confirmations.
+  absl::Status ReturnAll(absl::Duration timeout);
+  // Waits (up to `timeout`) until every refill asked for before the call,
+  // and every call it led to, has been answered and applied: a
+  // synchronisation point for tests (no polling).
+  absl::Status Sync(absl::Duration timeout);
+
+ private:
+  // Replies arrive on the client thread and are applied on this one.
+  struct ReplySink {
+    struct Item {
+      LeaseCall call;  // without its arguments
+      absl::StatusOr<RedisReply> reply;
+    };
+    std::mutex mu;
+    std::vector<Item> items;
+    Reconciler* owner = nullptr;  // null once the reconciler stopped
+  };
+
+  void Run();
+  void Wake();
+  void Step();
+  // Applies the replies that arrived; the book's follow-up calls go to
+  // `out`.
+  void ApplyReplies(int64_t now, LeaseCalls* out);
+  // Submits `calls` in order while fewer than kMaxCallsInFlight are in
+  // flight, and queues the rest.
+  void Send(LeaseCalls calls, RedisClient::Batch& batch);
+  void SendQueued(RedisClient::Batch& batch);
+  void Submit(LeaseCall call, RedisClient::Batch& batch);
+  bool HasRoom() const { return calls_in_flight_ < kMaxCallsInFlight; }
+  // Nothing asked for, queued, in flight or waiting to be applied.
+  bool Idle();
+
+  LeaseBook* const book_;
+  LeaseRegistry* const registry_;
+  RedisClient* const client_;
+  Clock* const clock_;
+  const int64_t tick_ns_;
+  const int64_t evict_every_ns_;
+
+  BoundedMpscQueue<LeaseEntry> requests_;
+  std::shared_ptr<ReplySink> sink_;
+
+  std::mutex mu_;               // guards the fields below up to wake_pending_
+  std::condition_variable cv_;  // wakes the reconciler
+  std::condition_variable done_cv_;  // a step ended (ReturnAll, Sync)
+  bool wake_ = false;
+  bool stop_ = false;
+  bool return_all_ = false;
+  int return_all_waiters_ = 0;  // ReturnAll calls waiting
+  uint64_t steps_started_ = 0;
+  uint64_t idle_after_step_ = 0;  // the last step that ended idle
+  std::atomic<bool> wake_pending_{false};
+
+  // Reconciler thread only.
+  std::vector<LeaseEntry*> want_;
+  // Keys waiting for a lease while kMaxCallsInFlight calls are unanswered
+  // (still flagged kRefillQueued, so not asked twice), and the book's
+  // other calls that waited for room, oldest first.
+  std::deque<LeaseEntry*> deferred_;
+  std::deque<LeaseCall> queued_;
+  int64_t calls_in_flight_ = 0;
+  int64_t next_evict_ns_ = 0;
+
+  // Calls the book asked for and whose replies are not yet applied
+  // (queued or in flight). Incremented on this thread (relaxed: a waiter
+  // reads it under mu_ after this thread's step released mu_); decremented
+  // with release after a reply was applied, so a waiter that loads 0 with
+  // acquire sees every reply's effects.
+  std::atomic<int64_t> outstanding_{0};
+  std::thread thread_;
+};
+
+}  // namespace tokenlease::internal
+
+#endif  // TOKENLEASE_SRC_LEASED_RECONCILER_H_

@@ -1,0 +1,15 @@
+#include "redis/scripts.h"
+
+#include "base/absl_view.h"
+#include "tokenlease_lua/scripts.h"
+
+namespace tokenlease::internal {
+
+// Constant-initialized (the views are constexpr), so usable from any
+// static initializer.
+constinit const LuaScript kAcquireScript{AbslView(lua::kAcquireSha1),
+                                         AbslView(lua::kAcquireScript)};
+constinit const LuaScript kReleaseScript{AbslView(lua::kReleaseSha1),
+                                         AbslView(lua::kReleaseScript)};
+
+}  // namespace tokenlease::internal

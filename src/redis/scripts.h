@@ -1,0 +1,17 @@
+// The Lua scripts (lua/), embedded at build time: each known by the SHA1 of
+// its exact bytes (EVALSHA) with its body (EVAL after NOSCRIPT).
+#ifndef TOKENLEASE_SRC_REDIS_SCRIPTS_H_
+#define TOKENLEASE_SRC_REDIS_SCRIPTS_H_
+
+#include "redis/redis_client.h"
+
+namespace tokenlease::internal {
+
+// acquire.lua: check-and-charge, leases, charges (docs/lua-protocol.md).
+extern const LuaScript kAcquireScript;
+// release.lua: gives back unused tokens of one grant, at most once.
+extern const LuaScript kReleaseScript;
+
+}  // namespace tokenlease::internal
+
+#endif  // TOKENLEASE_SRC_REDIS_SCRIPTS_H_

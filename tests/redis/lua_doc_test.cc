@@ -1,0 +1,171 @@
+// docs/lua-protocol.md against the scripts this build assembled: every
+// console example is replayed, in order, on a fresh private redis-server and
+// must print exactly what the document shows; no SHA1 the document quotes
+// may differ from the build's; the build's lua/*.lua and *.sha1 files are
+// the embedded scripts and digests.
+//
+// A console example is a line "$ redis-cli ... -p 23458 ..." in a ```console
+// block, followed by its expected output: the lines up to the next "$ " line
+// (less the one empty line that separates two examples) or the end of the
+// block. The line is run with bash after replacing "-p 23458" by the test
+// server's port and "build/release/lua/" by this build's lua/ directory.
+#include <stdio.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <fstream>
+#include <regex>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
+#include "absl/strings/str_split.h"
+#include "gtest/gtest.h"
+#include "testing/redis_server.h"
+#include "tokenlease_lua/scripts.h"
+
+namespace tokenlease {
+namespace {
+
+constexpr char kDocPath[] = TOKENLEASE_DOC_PATH;
+constexpr char kLuaBuildDir[] = TOKENLEASE_LUA_BUILD_DIR;
+constexpr char kDocPort[] = "-p 23458";
+constexpr char kDocLuaDir[] = "build/release/lua/";
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+struct Example {
+  int line = 0;         // of the "$ " line in the document, 1-based
+  std::string command;  // as written, without "$ "
+  std::string expected;
+};
+
+std::vector<Example> ParseConsoleExamples(const std::string& doc) {
+  std::vector<Example> out;
+  std::vector<std::string> lines = absl::StrSplit(doc, '\n');
+  bool in_console = false;
+  std::vector<std::string> output;  // of out.back()
+  auto finish = [&](bool separated) {
+    if (out.empty() || output.empty()) return;
+    if (separated && output.back().empty()) output.pop_back();
+    for (const std::string& l : output)
+      absl::StrAppend(&out.back().expected, l, "\n");
+    output.clear();
+  };
+  for (size_t i = 0; i < lines.size(); ++i) {
+    const std::string& l = lines[i];
+    if (!in_console) {
+      in_console = l == "```console";
+      continue;
+    }
+    if (l == "```") {
+      finish(false);
+      in_console = false;
+      continue;
+    }
+    if (absl::StartsWith(l, "$ ")) {
+      finish(true);
+      out.push_back({static_cast<int>(i + 1), l.substr(2), ""});
+      continue;
+    }
+    output.push_back(l);
+  }
+  return out;
+}
+
+struct ShellResult {
+  std::string out;
+  std::string err;
+  int status = -1;
+};
+
+// Runs `command` with bash; stdout and stderr apart.
+ShellResult RunShell(const std::string& command) {
+  const std::string err_path =
+      absl::StrCat(::testing::TempDir(), "lua_doc_test.", getpid(), ".err");
+  const std::string quoted =
+      absl::StrCat("'", absl::StrReplaceAll(command, {{"'", "'\\''"}}), "'");
+  const std::string shell =
+      absl::StrCat("bash -c ", quoted, " 2>'", err_path, "'");
+  ShellResult r;
+  FILE* p = popen(shell.c_str(), "r");
+  if (p == nullptr) return r;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof(buf), p)) > 0) r.out.append(buf, n);
+  r.status = pclose(p);
+  r.err = ReadFile(err_path);
+  std::remove(err_path.c_str());
+  return r;
+}
+
+TEST(LuaDocTest, ConsoleExamplesReplayByteForByte) {
+  const std::string doc = ReadFile(kDocPath);
+  ASSERT_FALSE(doc.empty()) << "cannot read " << kDocPath;
+  const std::vector<Example> examples = ParseConsoleExamples(doc);
+  ASSERT_GE(examples.size(), 40u) << "too few console examples in " << kDocPath;
+
+  testing::RedisServer server;
+  ASSERT_TRUE(server.Start().ok());
+  const std::string port = absl::StrCat("-p ", server.port());
+  const std::string lua_dir = absl::StrCat(kLuaBuildDir, "/");
+  for (const Example& e : examples) {
+    const std::string where = absl::StrCat(kDocPath, ":", e.line);
+    // Every example must talk to the test's server, never to a default one.
+    ASSERT_TRUE(absl::StartsWith(e.command, "redis-cli ") &&
+                absl::StrContains(e.command, absl::StrCat(kDocPort, " ")))
+        << where << ": a console example must be a `redis-cli ... " << kDocPort
+        << " ...` line: " << e.command;
+    const std::string command = absl::StrReplaceAll(
+        e.command, {{kDocPort, port}, {kDocLuaDir, lua_dir}});
+    const ShellResult r = RunShell(command);
+    EXPECT_EQ(r.out, e.expected)
+        << where << ": the example's output differs\n"
+        << "command:  " << e.command << "\n"
+        << "ran:      " << command << "\n"
+        << "expected (" << e.expected.size() << " bytes):\n"
+        << e.expected << "actual (" << r.out.size() << " bytes):\n"
+        << r.out << "stderr:\n"
+        << r.err << "exit status: " << r.status;
+  }
+}
+
+TEST(LuaDocTest, QuotedDigestsAreTheBuiltOnes) {
+  const std::string doc = ReadFile(kDocPath);
+  ASSERT_FALSE(doc.empty()) << "cannot read " << kDocPath;
+  const std::set<std::string> built = {
+      std::string(internal::lua::kAcquireSha1),
+      std::string(internal::lua::kReleaseSha1)};
+  const std::regex hex40("(^|[^0-9a-fA-F])([0-9a-fA-F]{40})(?![0-9a-fA-F])");
+  for (std::sregex_iterator it(doc.begin(), doc.end(), hex40), end; it != end;
+       ++it) {
+    const std::string digest = (*it)[2];
+    EXPECT_TRUE(built.count(digest) > 0)
+        << kDocPath << " quotes the digest " << digest
+        << ", which is neither acquire.lua's (" << internal::lua::kAcquireSha1
+        << ") nor release.lua's (" << internal::lua::kReleaseSha1
+        << ") of this build; refer to the .sha1 files instead";
+  }
+}
+
+TEST(LuaDocTest, BuiltScriptFilesAreTheEmbeddedScripts) {
+  const std::string dir = absl::StrCat(kLuaBuildDir, "/");
+  EXPECT_EQ(ReadFile(dir + "acquire.lua"), internal::lua::kAcquireScript);
+  EXPECT_EQ(ReadFile(dir + "release.lua"), internal::lua::kReleaseScript);
+  EXPECT_EQ(ReadFile(dir + "acquire.lua.sha1"),
+            std::string(internal::lua::kAcquireSha1) + "\n");
+  EXPECT_EQ(ReadFile(dir + "release.lua.sha1"),
+            std::string(internal::lua::kReleaseSha1) + "\n");
+}
+
+}  // namespace
+}  // namespace tokenlease

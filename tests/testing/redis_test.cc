@@ -1,0 +1,90 @@
+#include "testing/redis_test.h"
+
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+
+namespace tokenlease::testing {
+namespace {
+
+// The environment's server (gtest owns the environment itself).
+RedisServer* shared_server = nullptr;
+
+}  // namespace
+
+void RedisEnvironment::SetUp() {
+  absl::StatusOr<std::unique_ptr<RedisServer>> server = StartRedisServer();
+  ASSERT_TRUE(server.ok()) << "the shared redis-server: " << server.status();
+  shared_server = server->release();
+}
+
+void RedisEnvironment::TearDown() {
+  delete shared_server;
+  shared_server = nullptr;
+}
+
+RedisServer* RedisEnvironment::server() { return shared_server; }
+
+absl::StatusOr<std::unique_ptr<RedisServer>> StartRedisServer(
+    RedisServerOptions options) {
+  auto server = std::make_unique<RedisServer>(std::move(options));
+  absl::Status started = server->Start();
+  if (!started.ok()) return started;
+  return server;
+}
+
+std::shared_ptr<RedisConnection> ConnectFast(const std::string& url,
+                                             RedisOptions options) {
+  options.url = url;
+  options.reconnect_min_backoff = absl::Milliseconds(5);
+  options.reconnect_max_backoff = absl::Milliseconds(100);
+  auto conn = RedisConnection::Create(options);
+  EXPECT_TRUE(conn.ok()) << conn.status();
+  return conn.ok() ? *conn : nullptr;
+}
+
+void RedisTest::SetUp() {
+  RedisServer* shared = RedisEnvironment::server();
+  ASSERT_NE(shared, nullptr)
+      << "no shared redis-server: link tests/testing/redis_main.cc (it "
+         "registers RedisEnvironment)";
+  UseServer(shared);
+  absl::StatusOr<std::string> flushed = shared->Command({"FLUSHALL"});
+  ASSERT_TRUE(flushed.ok()) << flushed.status();
+  ASSERT_EQ(*flushed, "OK");
+}
+
+void RedisTest::UseServer(RedisServer* server) {
+  server_ = server;
+  client_.reset();
+  const ::testing::TestInfo* info =
+      ::testing::UnitTest::GetInstance()->current_test_info();
+  prefix_ = absl::StrCat(info->test_suite_name(), ".", info->name());
+  if (prefix_.size() > 200) prefix_.resize(200);  // key_prefix <= 256 bytes
+  prefix_ += ":";
+}
+
+std::shared_ptr<RedisConnection> RedisTest::NewConnection(
+    std::string_view suffix) {
+  return ConnectFast(url() + std::string(suffix));
+}
+
+SyncClient& RedisTest::client() {
+  if (client_ == nullptr) {
+    auto connected = SyncClient::Connect(server_->port());
+    EXPECT_TRUE(connected.ok()) << connected.status();
+    client_ =
+        connected.ok() ? *std::move(connected) : SyncClient::Disconnected();
+  }
+  return *client_;
+}
+
+void PrivateRedisTest::SetUp() {
+  absl::StatusOr<std::unique_ptr<RedisServer>> server =
+      StartRedisServer(options_);
+  ASSERT_TRUE(server.ok()) << "a private redis-server: " << server.status();
+  own_ = *std::move(server);
+  UseServer(own_.get());
+}
+
+}  // namespace tokenlease::testing

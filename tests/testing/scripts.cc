@@ -1,0 +1,46 @@
+#include "testing/scripts.h"
+
+#include <gtest/gtest.h>
+
+#include "tokenlease_lua/scripts.h"
+
+namespace tokenlease::testing {
+
+internal::AcquireArgs At(int64_t now_us, int64_t wanted, int64_t minimum,
+                         int64_t max_wait_us) {
+  internal::AcquireArgs a;
+  a.now_us = now_us;
+  a.wanted = wanted;
+  a.minimum = minimum;
+  a.max_wait_us = max_wait_us;
+  return a;
+}
+
+absl::StatusOr<internal::AcquireResult> TryScriptAcquire(
+    SyncClient& client, const LimitSpec& spec, std::string_view prefix,
+    std::string_view name, const internal::AcquireArgs& args) {
+  return internal::ParseAcquireReply(
+      client.Eval(internal::lua::kAcquireScript,
+                  internal::AcquireArguments(spec, prefix, name, args)));
+}
+
+internal::AcquireResult ScriptAcquire(SyncClient& client, const LimitSpec& spec,
+                                      std::string_view prefix,
+                                      std::string_view name,
+                                      const internal::AcquireArgs& args) {
+  auto r = TryScriptAcquire(client, spec, prefix, name, args);
+  EXPECT_TRUE(r.ok()) << r.status();
+  return r.ok() ? *r : internal::AcquireResult{};
+}
+
+int64_t ScriptRelease(SyncClient& client, const LimitSpec& spec,
+                      std::string_view prefix, std::string_view name,
+                      const internal::ReleaseArgs& args) {
+  auto r = internal::ParseReleaseReply(
+      client.Eval(internal::lua::kReleaseScript,
+                  internal::ReleaseArguments(spec, prefix, name, args)));
+  EXPECT_TRUE(r.ok()) << r.status();
+  return r.ok() ? *r : -1;
+}
+
+}  // namespace tokenlease::testing

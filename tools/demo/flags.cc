@@ -1,0 +1,313 @@
+// The absl flags of `tokenlease demo`: their definitions, help strings and
+// defaults (taken from DemoOptions), their conversion into DemoOptions with
+// range checks, and their pass-through to the instance processes.
+#include "demo/flags.h"
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/flags/commandlineflag.h"
+#include "absl/flags/flag.h"
+#include "absl/flags/reflection.h"
+#include "absl/flags/usage.h"
+#include "absl/flags/usage_config.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/types/span.h"
+#include "demo/targets.h"
+
+namespace tokenlease::tools {
+namespace {
+
+template <typename E>
+struct Choice {
+  const char* name;
+  E value;
+};
+
+constexpr Choice<Mode> kModes[] = {{"leased", Mode::kLeased},
+                                   {"local", Mode::kLocal},
+                                   {"direct", Mode::kDirect}};
+constexpr Choice<KeyDist> kKeyDists[] = {{"hot", KeyDist::kHot},
+                                         {"zipf", KeyDist::kZipf}};
+constexpr Choice<bool> kPacings[] = {{"sleep", true}, {"spin", false}};
+constexpr Choice<ColdKeyPolicy> kColdKeyPolicies[] = {
+    {"deny", ColdKeyPolicy::kDeny},
+    {"wait", ColdKeyPolicy::kWait},
+    {"local_share", ColdKeyPolicy::kLocalShare}};
+constexpr Choice<Algorithm> kAlgorithms[] = {
+    {"token_bucket", Algorithm::kTokenBucket},
+    {"gcra", Algorithm::kGcra},
+    {"fixed_window", Algorithm::kFixedWindow},
+    {"sliding_counter", Algorithm::kSlidingWindowCounter},
+    {"sliding_log", Algorithm::kSlidingWindowLog}};
+
+template <typename E>
+const char* NameOf(absl::Span<const Choice<E>> choices, E value) {
+  for (const Choice<E>& c : choices) {
+    if (c.value == value) return c.name;
+  }
+  return "?";
+}
+
+// "a, b or c", for messages and help strings.
+template <typename E>
+std::string Alternatives(absl::Span<const Choice<E>> choices) {
+  std::vector<std::string> names;
+  for (const Choice<E>& c : choices) names.push_back(c.name);
+  const std::string last = names.back();
+  names.pop_back();
+  return absl::StrCat(absl::StrJoin(names, ", "), " or ", last);
+}
+
+template <typename E>
+absl::Status ParseChoice(absl::string_view flag, absl::string_view value,
+                         absl::Span<const Choice<E>> choices, E* out) {
+  for (const Choice<E>& c : choices) {
+    if (value == c.name) {
+      *out = c.value;
+      return absl::OkStatus();
+    }
+  }
+  return absl::InvalidArgumentError(absl::StrCat(
+      "--", flag, " is '", value, "'; it must be ", Alternatives(choices)));
+}
+
+const DemoOptions kDefaults;
+
+}  // namespace
+
+const char* ModeName(Mode m) { return NameOf<Mode>(kModes, m); }
+const char* KeyDistName(KeyDist k) { return NameOf<KeyDist>(kKeyDists, k); }
+const char* ColdKeyPolicyName(ColdKeyPolicy p) {
+  return NameOf<ColdKeyPolicy>(kColdKeyPolicies, p);
+}
+const char* AlgorithmFlagName(Algorithm a) {
+  return NameOf<Algorithm>(kAlgorithms, a);
+}
+const char* PacingName(bool sleep) { return NameOf<bool>(kPacings, sleep); }
+
+}  // namespace tokenlease::tools
+
+// Defined outside any namespace (absl's rule). Defaults come from
+// DemoOptions so that the two cannot disagree.
+using tokenlease::tools::kDefaults;
+
+ABSL_FLAG(std::string, mode, tokenlease::tools::ModeName(kDefaults.mode),
+          "leased: a LeasedLimiter per instance shares the limit through "
+          "Redis; local: a Limiter per instance with limit/N, nothing shared, "
+          "no Redis; direct: one Redis script call per decision");
+ABSL_FLAG(int, instances, kDefaults.instances,
+          "instance processes sharing the limit, 1 to 64");
+ABSL_FLAG(int, threads, kDefaults.threads,
+          "load threads per instance, 1 to 64");
+ABSL_FLAG(int64_t, limit, kDefaults.limit,
+          "the shared limit per second: a token bucket with burst = limit");
+ABSL_FLAG(double, offered, kDefaults.offered,
+          "decisions per second offered over all threads, paced on an "
+          "absolute schedule; 0 means 10 x --limit");
+ABSL_FLAG(double, seconds, kDefaults.seconds,
+          "length of the run in seconds, more than 0 and at most 3600");
+ABSL_FLAG(std::string, keys, tokenlease::tools::KeyDistName(kDefaults.keys),
+          "hot: every decision on one key; zipf: --zipf_keys Zipf-distributed "
+          "keys, rank 0 reported as the hot key");
+ABSL_FLAG(int, zipf_keys, kDefaults.zipf_keys,
+          "number of keys for --keys=zipf, 1 to 1e8");
+ABSL_FLAG(double, zipf_s, kDefaults.zipf_s,
+          "Zipf exponent s for --keys=zipf, more than 0");
+ABSL_FLAG(int, window_ms, kDefaults.window_ms,
+          "reporting window in ms, 1 to 60000: a live row and a CSV row per "
+          "window");
+ABSL_FLAG(std::string, csv, kDefaults.csv,
+          "per-window CSV file; auto: "
+          "$TMPDIR/tokenlease_demo_<mode>_<keys>_<time>.csv; empty: none");
+ABSL_FLAG(std::string, url, kDefaults.url,
+          "Redis server for leased and direct mode, e.g. "
+          "redis://127.0.0.1:6379; empty: start a private redis-server on a "
+          "free 127.0.0.1 port for the run");
+ABSL_FLAG(bool, use_handle, kDefaults.use_handle,
+          "leased and local mode: decide the hot key through a handle "
+          "resolved once");
+ABSL_FLAG(std::string, pacing,
+          tokenlease::tools::PacingName(kDefaults.pacing_sleep),
+          "sleep: give the core away until ~20 us before each call; spin: "
+          "busy-wait, yielding when the call is > 20 us away, so every load "
+          "thread holds a core");
+ABSL_FLAG(int, sample_every, kDefaults.sample_every,
+          "time every Nth decision of a thread with steady_clock, 1 or more");
+ABSL_FLAG(int, lease_ttl_ms, kDefaults.lease_ttl_ms,
+          "leased mode: LeaseOptions::lease_ttl in ms");
+ABSL_FLAG(int, idle_evict_ms, kDefaults.idle_evict_ms,
+          "leased mode: LeaseOptions::idle_evict in ms; at least 2 x "
+          "--lease_ttl_ms is used");
+ABSL_FLAG(double, max_lease_fraction, kDefaults.max_lease_fraction,
+          "leased mode: LeaseOptions::max_lease_fraction, the largest lease "
+          "as a fraction of the burst");
+ABSL_FLAG(std::string, cold_key_policy,
+          tokenlease::tools::ColdKeyPolicyName(kDefaults.cold_key_policy),
+          "leased mode: LeaseOptions::cold_key_policy, deny, wait or "
+          "local_share");
+ABSL_FLAG(std::string, algorithm,
+          tokenlease::tools::AlgorithmFlagName(kDefaults.algorithm),
+          "local mode: token_bucket, gcra, fixed_window, sliding_counter or "
+          "sliding_log; leased and direct mode use token_bucket");
+ABSL_FLAG(bool, live, kDefaults.live,
+          "print a row per window as it closes; --nolive or --live=false: "
+          "only the summary");
+
+namespace tokenlease::tools {
+namespace {
+
+absl::Status InRange(absl::string_view flag, int64_t value, int64_t lo,
+                     int64_t hi) {
+  if (value >= lo && value <= hi) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat(
+      "--", flag, " is ", value, "; it must be between ", lo, " and ", hi));
+}
+
+absl::Status Check(bool ok, absl::string_view message) {
+  return ok ? absl::OkStatus() : absl::InvalidArgumentError(message);
+}
+
+// The checks that concern the load's size and shape.
+absl::Status ValidateLoad(const DemoOptions& o) {
+  absl::Status s = InRange("instances", o.instances, 1, kMaxInstances);
+  s.Update(InRange("threads", o.threads, 1, kMaxThreads));
+  s.Update(Check(
+      o.limit >= o.instances,
+      absl::StrCat("--limit is ", o.limit,
+                   "; it must be at least --instances (", o.instances, ")")));
+  s.Update(Check(std::isfinite(o.offered) && o.offered >= 0,
+                 absl::StrCat("--offered is ", o.offered,
+                              "; it must be 0 (10 x --limit) or more")));
+  s.Update(Check(
+      o.seconds > 0 && o.seconds <= kMaxSeconds,
+      absl::StrCat("--seconds is ", o.seconds,
+                   "; it must be more than 0 and at most ", kMaxSeconds)));
+  s.Update(InRange("window_ms", o.window_ms, 1, kMaxWindowMs));
+  s.Update(InRange("zipf_keys", o.zipf_keys, 1, kMaxZipfKeys));
+  s.Update(Check(o.zipf_s > 0, absl::StrCat("--zipf_s is ", o.zipf_s,
+                                            "; it must be more than 0")));
+  s.Update(InRange("sample_every", o.sample_every, 1, 1'000'000'000));
+  return s;
+}
+
+// The checks that concern the limiters.
+absl::Status ValidateLimiter(const DemoOptions& o) {
+  absl::Status s = InRange("lease_ttl_ms", o.lease_ttl_ms, 1, 3'600'000);
+  s.Update(InRange("idle_evict_ms", o.idle_evict_ms, 1, 86'400'000));
+  s.Update(Check(o.max_lease_fraction > 0 && o.max_lease_fraction <= 1,
+                 absl::StrCat("--max_lease_fraction is ", o.max_lease_fraction,
+                              "; it must be more than 0 and at most 1")));
+  if (o.algorithm != Algorithm::kTokenBucket && o.mode != Mode::kLocal) {
+    s.Update(absl::InvalidArgumentError(absl::StrCat(
+        "--algorithm is ", AlgorithmFlagName(o.algorithm),
+        "; leased and direct mode use token_bucket (use --mode=local)")));
+  }
+  if (s.ok() && o.mode == Mode::kLocal) {
+    const absl::Status spec = ValidateSpec(LocalSpec(o));
+    if (!spec.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "the limit of one instance (--limit / --instances, --algorithm) is "
+          "invalid: ",
+          spec.message()));
+    }
+  }
+  return s;
+}
+
+}  // namespace
+
+absl::Status ValidateOptions(const DemoOptions& o) {
+  absl::Status s = ValidateLoad(o);
+  if (s.ok()) s = ValidateLimiter(o);  // LocalSpec needs instances >= 1
+  return s;
+}
+
+absl::StatusOr<DemoOptions> OptionsFromFlags() {
+  DemoOptions o;
+  absl::Status s =
+      ParseChoice<Mode>("mode", absl::GetFlag(FLAGS_mode), kModes, &o.mode);
+  s.Update(ParseChoice<KeyDist>("keys", absl::GetFlag(FLAGS_keys), kKeyDists,
+                                &o.keys));
+  s.Update(ParseChoice<bool>("pacing", absl::GetFlag(FLAGS_pacing), kPacings,
+                             &o.pacing_sleep));
+  s.Update(ParseChoice<ColdKeyPolicy>("cold_key_policy",
+                                      absl::GetFlag(FLAGS_cold_key_policy),
+                                      kColdKeyPolicies, &o.cold_key_policy));
+  s.Update(ParseChoice<Algorithm>("algorithm", absl::GetFlag(FLAGS_algorithm),
+                                  kAlgorithms, &o.algorithm));
+  if (!s.ok()) return s;
+  o.instances = absl::GetFlag(FLAGS_instances);
+  o.threads = absl::GetFlag(FLAGS_threads);
+  o.limit = absl::GetFlag(FLAGS_limit);
+  o.offered = absl::GetFlag(FLAGS_offered);
+  o.seconds = absl::GetFlag(FLAGS_seconds);
+  o.zipf_keys = absl::GetFlag(FLAGS_zipf_keys);
+  o.zipf_s = absl::GetFlag(FLAGS_zipf_s);
+  o.window_ms = absl::GetFlag(FLAGS_window_ms);
+  o.csv = absl::GetFlag(FLAGS_csv);
+  o.url = absl::GetFlag(FLAGS_url);
+  o.use_handle = absl::GetFlag(FLAGS_use_handle);
+  o.sample_every = absl::GetFlag(FLAGS_sample_every);
+  o.lease_ttl_ms = absl::GetFlag(FLAGS_lease_ttl_ms);
+  o.idle_evict_ms = absl::GetFlag(FLAGS_idle_evict_ms);
+  o.max_lease_fraction = absl::GetFlag(FLAGS_max_lease_fraction);
+  o.live = absl::GetFlag(FLAGS_live);
+  if (s = ValidateOptions(o); !s.ok()) return s;
+  return o;
+}
+
+namespace {
+
+// The demo's flags are the ones defined in this file.
+bool IsDemoFlagFile(absl::string_view filename) {
+  return absl::EndsWith(filename, "demo/flags.cc");
+}
+
+}  // namespace
+
+std::vector<std::string> DemoFlagArgs(
+    const std::vector<std::pair<std::string, std::string>>& overrides) {
+  std::vector<std::string> args;
+  for (const auto& [name, flag] : absl::GetAllFlags()) {
+    if (!IsDemoFlagFile(flag->Filename())) continue;
+    std::string value = flag->CurrentValue();
+    for (const auto& [o_name, o_value] : overrides) {
+      if (o_name == name) value = o_value;
+    }
+    args.push_back(absl::StrCat("--", name, "=", value));
+  }
+  std::sort(args.begin(), args.end());
+  return args;
+}
+
+void ConfigureDemoUsage() {
+  absl::SetProgramUsageMessage(
+      "demo [flags]\n\n"
+      "The live multi-instance demo. --instances processes with --threads "
+      "load\nthreads each offer --offered decisions per second against one "
+      "limit of\n--limit per second, shared through Redis (--mode=leased or "
+      "direct; a\nprivate redis-server is started unless --url is given) or "
+      "split locally\n(--mode=local). A row per --window_ms shows what was "
+      "admitted against the\nlimit; a summary checks the bounds. Ctrl-C "
+      "stops early and prints the\nsummary of what ran; a second Ctrl-C "
+      "kills the instances (exit 130).\nExit code: 0 when the run completed "
+      "(also if a bound was exceeded:\nBOUND EXCEEDED lines say so), 1 if it "
+      "could not run or on a flag absl\ncannot parse, 2 on a flag value out "
+      "of range.");
+  absl::FlagsUsageConfig config;
+  config.contains_helpshort_flags = IsDemoFlagFile;
+  config.contains_help_flags = IsDemoFlagFile;
+  config.normalize_filename = [](absl::string_view f) {
+    return IsDemoFlagFile(f) ? std::string("tools/demo/flags.cc")
+                             : std::string(f);
+  };
+  absl::SetFlagsUsageConfig(config);
+}
+
+}  // namespace tokenlease::tools

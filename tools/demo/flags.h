@@ -1,0 +1,98 @@
+// The flags of `tokenlease demo` and the options they turn into. The absl
+// flags are defined in flags.cc and read only there: the rest of the demo
+// sees a validated DemoOptions, and the instance processes get the same
+// flags back through DemoFlagArgs().
+#ifndef TOKENLEASE_TOOLS_DEMO_FLAGS_H_
+#define TOKENLEASE_TOOLS_DEMO_FLAGS_H_
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "tokenlease/leased.h"
+#include "tokenlease/spec.h"
+
+namespace tokenlease::tools {
+
+// Where the decisions are made: a LeasedLimiter per instance sharing the
+// limit through Redis, a local Limiter per instance with limit/N (nothing
+// shared), or one Redis script call per decision.
+enum class Mode { kLeased, kLocal, kDirect };
+
+// One hot key, or Zipf-distributed keys (rank 0 is the hottest).
+enum class KeyDist { kHot, kZipf };
+
+inline constexpr int kMaxInstances = 64;
+inline constexpr int kMaxThreads = 64;
+inline constexpr int kMaxZipfKeys = 100'000'000;
+inline constexpr double kMaxSeconds = 3600;
+inline constexpr int kMaxWindowMs = 60'000;
+// --csv=auto: a file under $TMPDIR named after the run (report.h).
+inline constexpr char kCsvAuto[] = "auto";
+
+// Everything the demo reads from its flags. The defaults here are the
+// flags' defaults (flags.cc uses them), i.e. the README's demo.
+struct DemoOptions {
+  Mode mode = Mode::kLeased;
+  int instances = 4;
+  int threads = 2;        // per instance
+  int64_t limit = 10000;  // per second, burst = limit
+  // Decisions per second offered over all threads; 0 means 10 x limit.
+  double offered = 0;
+  double seconds = 20;
+  KeyDist keys = KeyDist::kHot;
+  int zipf_keys = 100000;
+  double zipf_s = 1.1;
+  int window_ms = 500;
+  std::string csv = kCsvAuto;  // "" writes none
+  std::string url;             // "" starts a private redis-server
+  bool use_handle = false;
+  bool pacing_sleep = true;  // --pacing=sleep (false: spin)
+  int sample_every = 64;
+  int lease_ttl_ms = 1000;
+  int idle_evict_ms = 30000;
+  double max_lease_fraction = 0.1;
+  ColdKeyPolicy cold_key_policy = ColdKeyPolicy::kDeny;
+  Algorithm algorithm = Algorithm::kTokenBucket;  // --mode=local only
+  bool live = true;
+
+  // The offered rate with the default applied.
+  double OfferedRate() const {
+    return offered > 0 ? offered : 10.0 * static_cast<double>(limit);
+  }
+};
+
+// The flag spellings of the choices ("leased", "zipf", "local_share", ...).
+const char* ModeName(Mode m);
+const char* KeyDistName(KeyDist k);
+const char* ColdKeyPolicyName(ColdKeyPolicy p);
+const char* AlgorithmFlagName(Algorithm a);
+const char* PacingName(bool sleep);
+
+// OK, or InvalidArgument naming the flag, its value and the accepted range,
+// e.g. "--instances is 0; it must be between 1 and 64". Pure: tests call it
+// with hand-made options.
+absl::Status ValidateOptions(const DemoOptions& o);
+
+// Reads the parsed flags (after absl::ParseCommandLine) into options and
+// validates them.
+absl::StatusOr<DemoOptions> OptionsFromFlags();
+
+// "--name=value" for every demo flag as currently set, sorted by name, with
+// the values in `overrides` (flag name, value) in place of the parsed ones.
+// The parent passes these to its instance processes, which parse them with
+// the same flag definitions.
+std::vector<std::string> DemoFlagArgs(
+    const std::vector<std::pair<std::string, std::string>>& overrides);
+
+// Sets the usage message and makes --help list the demo's flags (and only
+// them; --helpfull lists absl's too). Call before absl::ParseCommandLine.
+void ConfigureDemoUsage();
+
+}  // namespace tokenlease::tools
+
+#endif  // TOKENLEASE_TOOLS_DEMO_FLAGS_H_

@@ -1,0 +1,125 @@
+// The line protocol between the demo's parent and its instance processes,
+// one pipe each way per instance.
+//
+// Parent -> instance (control pipe): one line, the common start time (steady
+// clock, ns). Closing the pipe asks the instance to stop early (also EOF if
+// the parent died).
+//
+// Instance -> parent (data pipe), numbers in decimal, space-separated:
+//   R                          ready: the limiter exists
+//   V w o a ho ha c cw k r n l1 .. ln
+//                              --live: window w as it closed: offered,
+//                              admitted, hot offered, hot admitted, Redis
+//                              commands so far and in the window, keys,
+//                              RSS KiB, n latency samples (ns)
+//   S w k r c                  sampled at window w's end: keys, RSS KiB,
+//                              Redis commands so far
+//   W w o a ho ha              window w's final counts
+//   L l1 l2 ...                latency samples (ns), up to 1000 a line
+//   T first last errors peak   first and last decision (ns), decisions
+//                              without an answer, peak RSS KiB
+//   C c1 .. c13                final counters (FinalStats, in its order)
+//   E                          end of the results
+#ifndef TOKENLEASE_TOOLS_DEMO_PROTOCOL_H_
+#define TOKENLEASE_TOOLS_DEMO_PROTOCOL_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/functional/function_ref.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+
+namespace tokenlease::tools {
+
+// One instance's counts of one window, and what was sampled at its end
+// (-1: not sampled).
+struct WindowCounts {
+  int64_t offered = 0, admitted = 0, hot_offered = 0, hot_admitted = 0;
+  int64_t keys = -1, rss_kb = -1, commands = -1;
+};
+
+// --live: one instance's counts of one window, as it closed ("V" line).
+struct LiveWindow {
+  bool got = false;
+  int64_t offered = 0, admitted = 0, hot_offered = 0, hot_admitted = 0;
+  int64_t commands = 0, commands_in_window = 0, keys = 0, rss_kb = 0;
+  std::vector<int64_t> latency;  // this window's samples (maybe thinned)
+};
+
+// An instance's counters at the end ("C" line). Lease counters are taken as
+// the run ended, connection counters after the shutdown's returns.
+struct FinalStats {
+  int64_t commands_sent = 0, replies = 0, lease_requests = 0,
+          tokens_granted = 0, tokens_returned = 0, denied_by_redis = 0,
+          charges = 0, tokens_charged = 0, redis_errors = 0, keys = 0,
+          flushes = 0, commands_at_end_of_run = 0, timeouts = 0;
+
+  // Adds every counter of `other` (sums over the instances).
+  FinalStats& operator+=(const FinalStats& other);
+};
+
+// "T" line.
+struct RunTiming {
+  int64_t first_ns = 0, last_ns = 0, errors = 0, peak_rss_kb = 0;
+};
+
+// Everything the parent learns from one instance.
+struct InstanceReport {
+  // `windows` windows; `live` ones too with --live.
+  InstanceReport(int64_t windows, bool live);
+
+  bool ready = false;  // "R" seen
+  bool done = false;   // "E" seen
+  std::vector<WindowCounts> windows;
+  std::vector<LiveWindow> live;
+  std::vector<int64_t> latency;
+  RunTiming timing;
+  FinalStats stats;
+};
+
+// At most this many latency samples go in one "V" line.
+inline constexpr size_t kMaxLiveSamples = 4096;
+
+// Every step-th of `samples` (step = ceil(size / max)), so at most `max`.
+std::vector<int64_t> ThinEvenly(const std::vector<int64_t>& samples,
+                                size_t max);
+
+// Encoders, one line each (with its '\n'), except EncodeLatency (as many
+// "L" lines as needed; none for no samples).
+std::string EncodeStart(int64_t start_ns);
+std::string EncodeReady();
+std::string EncodeLive(int64_t window, const LiveWindow& w);
+std::string EncodeSample(int64_t window, int64_t keys, int64_t rss_kb,
+                         int64_t commands);
+std::string EncodeCounts(int64_t window, const WindowCounts& w);
+std::string EncodeLatency(const std::vector<int64_t>& samples);
+std::string EncodeTiming(const RunTiming& t);
+std::string EncodeFinal(const FinalStats& s);
+std::string EncodeEnd();
+
+// The start time of a control line (without its '\n').
+absl::StatusOr<int64_t> DecodeStart(absl::string_view line);
+
+// Applies one data line (without its '\n') to `report`. InvalidArgument for
+// an unknown tag or malformed numbers; a window outside the run is ignored.
+absl::Status ApplyLine(absl::string_view line, InstanceReport& report);
+
+// Splits a byte stream into lines.
+class LineSplitter {
+ public:
+  // Appends `chunk` and calls `on_line` for each line it completes; stops
+  // at and returns the first error `on_line` returns.
+  absl::Status Feed(absl::string_view chunk,
+                    absl::FunctionRef<absl::Status(absl::string_view)> on_line);
+
+ private:
+  std::string buf_;
+};
+
+}  // namespace tokenlease::tools
+
+#endif  // TOKENLEASE_TOOLS_DEMO_PROTOCOL_H_

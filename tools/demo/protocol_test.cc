@@ -1,0 +1,119 @@
+// Round trips of the parent/instance line protocol.
+#include "demo/protocol.h"
+
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_split.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace tokenlease::tools {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+
+// Applies every line of `text` (which must end with '\n').
+absl::Status ApplyAll(const std::string& text, InstanceReport& r) {
+  LineSplitter lines;
+  return lines.Feed(text, [&](absl::string_view l) { return ApplyLine(l, r); });
+}
+
+TEST(ProtocolTest, StartTime) {
+  const std::string line = EncodeStart(123456789012345);
+  ASSERT_EQ(line.back(), '\n');
+  EXPECT_EQ(*DecodeStart(absl::string_view(line).substr(0, line.size() - 1)),
+            123456789012345);
+  EXPECT_FALSE(DecodeStart("soon").ok());
+}
+
+TEST(ProtocolTest, ResultsRoundTrip) {
+  const WindowCounts counts{50000, 5000, 49000, 4900};
+  const RunTiming timing{11, 22, 3, 4096};
+  // Each counter holds its position in the "C" line.
+  const FinalStats stats{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13};
+  std::vector<int64_t> latency(2500);
+  for (size_t i = 0; i < latency.size(); ++i) latency[i] = 100 + i;
+
+  InstanceReport r(/*windows=*/2, /*live=*/false);
+  const std::string text = EncodeReady() + EncodeSample(1, 7, 8000, 99) +
+                           EncodeCounts(1, counts) + EncodeLatency(latency) +
+                           EncodeTiming(timing) + EncodeFinal(stats) +
+                           EncodeEnd();
+  ASSERT_TRUE(ApplyAll(text, r).ok());
+  EXPECT_TRUE(r.ready);
+  EXPECT_TRUE(r.done);
+  EXPECT_EQ(r.windows[1].offered, 50000);
+  EXPECT_EQ(r.windows[1].hot_admitted, 4900);
+  EXPECT_EQ(r.windows[1].keys, 7);
+  EXPECT_EQ(r.windows[1].rss_kb, 8000);
+  EXPECT_EQ(r.windows[1].commands, 99);
+  EXPECT_EQ(r.windows[0].keys, -1);  // not sampled
+  EXPECT_EQ(r.latency, latency);
+  EXPECT_EQ(r.timing.last_ns, 22);
+  EXPECT_EQ(r.timing.peak_rss_kb, 4096);
+  EXPECT_EQ(r.stats.commands_sent, 1);
+  EXPECT_EQ(r.stats.replies, 2);
+  EXPECT_EQ(r.stats.keys, 10);
+  EXPECT_EQ(r.stats.commands_at_end_of_run, 12);
+  EXPECT_EQ(r.stats.timeouts, 13);
+}
+
+TEST(ProtocolTest, LiveWindowRoundTrip) {
+  // offered, admitted, hot offered and admitted, commands so far and in
+  // the window, keys, RSS, latency.
+  const LiveWindow w{false, 100, 10, 90,   9,
+                     1000,  50,  3,  2048, {120, 130, 5000}};
+  InstanceReport r(/*windows=*/4, /*live=*/true);
+  ASSERT_TRUE(ApplyAll(EncodeLive(2, w), r).ok());
+  const LiveWindow& got = r.live[2];
+  EXPECT_TRUE(got.got);
+  EXPECT_FALSE(r.live[1].got);
+  EXPECT_EQ(got.hot_admitted, 9);
+  EXPECT_EQ(got.commands_in_window, 50);
+  EXPECT_EQ(got.rss_kb, 2048);
+  EXPECT_THAT(got.latency, ElementsAre(120, 130, 5000));
+}
+
+TEST(ProtocolTest, WindowsOutsideTheRunAreIgnored) {
+  InstanceReport r(/*windows=*/1, /*live=*/false);
+  EXPECT_TRUE(ApplyAll(EncodeCounts(5, WindowCounts{}), r).ok());
+  EXPECT_TRUE(ApplyAll("S -1 1 2 3\n", r).ok());
+}
+
+TEST(ProtocolTest, MalformedLinesAreErrors) {
+  InstanceReport r(/*windows=*/1, /*live=*/true);
+  EXPECT_THAT(ApplyLine("X 1", r).message(), HasSubstr("unknown tag"));
+  EXPECT_THAT(ApplyLine("W 0 1 2", r).message(), HasSubstr("expected 5"));
+  EXPECT_THAT(ApplyLine("T 1 two 3 4", r).message(), HasSubstr("no integer"));
+  EXPECT_FALSE(ApplyLine("V 0 1 2 3 4 5 6 7 8 2 100", r).ok());  // 1 of 2
+  EXPECT_FALSE(ApplyLine("", r).ok());
+}
+
+TEST(ProtocolTest, SplitterJoinsChunks) {
+  LineSplitter s;
+  std::vector<std::string> got;
+  auto collect = [&](absl::string_view l) {
+    got.emplace_back(l);
+    return absl::OkStatus();
+  };
+  ASSERT_TRUE(s.Feed("R\nW 0 1", collect).ok());
+  EXPECT_THAT(got, ElementsAre("R"));
+  ASSERT_TRUE(s.Feed(" 2 3 4\nE", collect).ok());
+  ASSERT_TRUE(s.Feed("\n", collect).ok());
+  EXPECT_THAT(got, ElementsAre("R", "W 0 1 2 3 4", "E"));
+}
+
+TEST(ProtocolTest, ThinEvenlyKeepsAtMostMax) {
+  std::vector<int64_t> v(10);
+  for (int i = 0; i < 10; ++i) v[i] = i;
+  EXPECT_THAT(ThinEvenly(v, 4), ElementsAre(0, 3, 6, 9));
+  EXPECT_EQ(ThinEvenly(v, 10), v);
+  EXPECT_TRUE(ThinEvenly({}, 4).empty());
+  std::vector<int64_t> big(10000, 1);
+  EXPECT_LE(ThinEvenly(big, kMaxLiveSamples).size(), kMaxLiveSamples);
+}
+
+}  // namespace
+}  // namespace tokenlease::tools

@@ -1,0 +1,85 @@
+// The parent's hiredis connection and the INFO parsing (redis_probe.h).
+#include "demo/redis_probe.h"
+
+#include <hiredis/hiredis.h>
+#include <sys/time.h>
+
+#include <string>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
+#include "redis/endpoint.h"
+
+namespace tokenlease::tools {
+
+std::string InfoText(absl::string_view info, absl::string_view name) {
+  const std::string key = absl::StrCat(name, ":");
+  for (absl::string_view l : absl::StrSplit(info, "\r\n")) {
+    if (absl::ConsumePrefix(&l, key)) return std::string(l);
+  }
+  return "";
+}
+
+int64_t InfoField(absl::string_view info, absl::string_view name) {
+  int64_t v = 0;
+  return absl::SimpleAtoi(InfoText(info, name), &v) ? v : -1;
+}
+
+int64_t CommandCalls(absl::string_view info, absl::string_view command) {
+  const std::string calls = InfoText(info, absl::StrCat("cmdstat_", command));
+  absl::string_view rest = calls;
+  if (!absl::ConsumePrefix(&rest, "calls=")) return 0;
+  int64_t v = 0;
+  return absl::SimpleAtoi(rest.substr(0, rest.find(',')), &v) ? v : 0;
+}
+
+void RedisProbe::Free::operator()(redisContext* c) const { redisFree(c); }
+
+absl::StatusOr<RedisProbe> RedisProbe::Connect(absl::string_view url) {
+  absl::StatusOr<internal::RedisEndpoint> ep = internal::ParseRedisUrl(url);
+  if (!ep.ok()) return ep.status();
+  const timeval tv{2, 0};
+  redisContext* ctx =
+      ep->socket_path.empty()
+          ? redisConnectWithTimeout(ep->host.c_str(), ep->port, tv)
+          : redisConnectUnixWithTimeout(ep->socket_path.c_str(), tv);
+  if (ctx == nullptr) return absl::ResourceExhaustedError("redisConnect");
+  if (ctx->err) {
+    const std::string why = ctx->errstr;
+    redisFree(ctx);
+    return absl::UnavailableError(
+        absl::StrCat("cannot connect to ", ep->Describe(), ": ", why));
+  }
+  return RedisProbe(ctx);
+}
+
+std::string RedisProbe::Command(const char* command) {
+  auto* r = static_cast<redisReply*>(redisCommand(ctx_.get(), command));
+  if (r == nullptr) return "";
+  std::string s = r->type != REDIS_REPLY_ERROR && r->str != nullptr
+                      ? std::string(r->str, r->len)
+                      : "";
+  freeReplyObject(r);
+  return s;
+}
+
+int64_t RedisProbe::Integer(const char* command) {
+  auto* r = static_cast<redisReply*>(redisCommand(ctx_.get(), command));
+  if (r == nullptr) return -1;
+  const int64_t v = r->type == REDIS_REPLY_INTEGER ? r->integer : -1;
+  freeReplyObject(r);
+  return v;
+}
+
+int64_t RedisProbe::Info(const char* section, absl::string_view name) {
+  return InfoField(Command(absl::StrCat("INFO ", section).c_str()), name);
+}
+
+int64_t RedisProbe::ScriptCalls() {
+  const std::string info = Command("INFO commandstats");
+  return CommandCalls(info, "evalsha") + CommandCalls(info, "eval");
+}
+
+}  // namespace tokenlease::tools

@@ -1,0 +1,393 @@
+// The banner, aggregation, CSV and summary of a run (report.h).
+#include "demo/report.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <ctime>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "demo/format.h"
+#include "demo/targets.h"
+#include "demo/workload.h"
+
+namespace tokenlease::tools {
+namespace {
+
+double WindowSeconds(const DemoOptions& o) { return o.window_ms / 1000.0; }
+
+const char* HotKeyName(const DemoOptions& o) {
+  return o.keys == KeyDist::kHot ? "hot key" : "hottest key (rank 0)";
+}
+
+// Local mode with a window algorithm: at most the limit per aligned second.
+bool AlignedWindows(const DemoOptions& o) {
+  return o.mode == Mode::kLocal &&
+         (o.algorithm == Algorithm::kFixedWindow ||
+          o.algorithm == Algorithm::kSlidingWindowCounter);
+}
+
+// Window w summed over the instances (keys, RSS and commands: the sampled
+// values that exist).
+WindowCounts SumWindow(const RunRecord& run, int64_t w) {
+  WindowCounts sum;
+  sum.keys = sum.rss_kb = sum.commands = 0;
+  for (const InstanceReport& r : run.reports) {
+    const WindowCounts& x = r.windows[w];
+    sum.offered += x.offered;
+    sum.admitted += x.admitted;
+    sum.hot_offered += x.hot_offered;
+    sum.hot_admitted += x.hot_admitted;
+    sum.keys += std::max<int64_t>(0, x.keys);
+    sum.rss_kb += std::max<int64_t>(0, x.rss_kb);
+    sum.commands += std::max<int64_t>(0, x.commands);
+  }
+  return sum;
+}
+
+}  // namespace
+
+Bounds ComputeBounds(const DemoOptions& o) {
+  Bounds b;
+  b.burst = o.limit;
+  b.max_lease =
+      std::max<int64_t>(1, static_cast<int64_t>(o.max_lease_fraction *
+                                                static_cast<double>(o.limit)));
+  b.held = o.mode == Mode::kLeased
+               ? static_cast<int64_t>(
+                     o.instances * (2 * static_cast<double>(b.max_lease) - 1))
+               : 0;
+  return b;
+}
+
+Totals Aggregate(const RunRecord& run) {
+  Totals t;
+  for (int64_t w = 0; w < run.windows; ++w) {
+    t.all.push_back(SumWindow(run, w));
+    t.offered += t.all.back().offered;
+    t.admitted += t.all.back().admitted;
+    t.hot_offered += t.all.back().hot_offered;
+    t.hot_admitted += t.all.back().hot_admitted;
+  }
+  for (const InstanceReport& r : run.reports) {
+    t.last_ns = std::max(t.last_ns, r.timing.last_ns);
+    t.errors += r.timing.errors;
+    t.latency.insert(t.latency.end(), r.latency.begin(), r.latency.end());
+    t.stats += r.stats;
+  }
+  std::sort(t.latency.begin(), t.latency.end());
+  t.duration_s = static_cast<double>(t.last_ns - run.start_ns) / 1e9;
+  return t;
+}
+
+std::string Banner(const DemoOptions& o) {
+  const Bounds b = ComputeBounds(o);
+  const std::string algorithm =
+      o.algorithm == Algorithm::kTokenBucket
+          ? absl::StrCat("token bucket, burst ", b.burst)
+          : AlgorithmFlagName(o.algorithm);
+  std::string out = absl::StrFormat(
+      "tokenlease demo: mode=%s keys=%s instances=%d threads=%d limit=%d/s "
+      "(%s) offered=%s/s seconds=%g window=%dms pacing=%s%s\n",
+      ModeName(o.mode), KeyDistName(o.keys), o.instances, o.threads, o.limit,
+      algorithm, Fmt(o.OfferedRate()), o.seconds, o.window_ms,
+      PacingName(o.pacing_sleep),
+      o.use_handle ? " (hot key through a handle)" : "");
+  if (o.keys == KeyDist::kZipf) {
+    const double p0 = ZipfP0(o);
+    absl::StrAppendFormat(
+        &out,
+        "zipf: %d keys, s=%g; hottest key p=%.4f, offered %s/s on it "
+        "(per-key limit %d/s)\n",
+        o.zipf_keys, o.zipf_s, p0, Fmt(p0 * o.OfferedRate()), o.limit);
+  }
+  if (o.mode == Mode::kLeased) {
+    absl::StrAppendFormat(
+        &out,
+        "lease options: lease_ttl=%dms max_lease_fraction=%g (max lease %d "
+        "tokens) cold_key_policy=%s idle_evict=%dms, others default\n",
+        o.lease_ttl_ms, o.max_lease_fraction, b.max_lease,
+        ColdKeyPolicyName(o.cold_key_policy), o.idle_evict_ms);
+  }
+  if (o.mode == Mode::kLocal) {
+    const int64_t per = o.limit / o.instances;
+    absl::StrAppend(&out, "local: each instance has its own Limiter with ",
+                    o.algorithm == Algorithm::kTokenBucket
+                        ? absl::StrCat(per, "/s, burst ", per)
+                        : DescribeSpec(LocalSpec(o)),
+                    " (limit/N); nothing is shared\n");
+  }
+  return out;
+}
+
+std::string AutoCsvPath(const DemoOptions& o) {
+  const char* tmp = std::getenv("TMPDIR");
+  const std::time_t now = std::time(nullptr);
+  std::tm tm{};
+  localtime_r(&now, &tm);
+  char stamp[32];
+  std::strftime(stamp, sizeof(stamp), "%Y%m%d-%H%M%S", &tm);
+  return absl::StrCat(tmp != nullptr && *tmp ? tmp : "/tmp",
+                      "/tokenlease_demo_", ModeName(o.mode), "_",
+                      KeyDistName(o.keys), "_", stamp, ".csv");
+}
+
+absl::Status WriteCsv(const DemoOptions& o, const RunRecord& run,
+                      const Totals& t, const RedisFigures& redis) {
+  std::FILE* out = std::fopen(o.csv.c_str(), "w");
+  if (out == nullptr) {
+    return absl::ErrnoToStatus(errno, absl::StrCat("cannot write ", o.csv));
+  }
+  absl::FPrintF(out,
+                "window_start_s,instance,offered,admitted,limit_bound,"
+                "hot_offered,hot_admitted,keys,rss_kb,redis_commands_total,"
+                "redis_used_memory\n");
+  const double bound = static_cast<double>(o.limit) * WindowSeconds(o);
+  for (int64_t w = 0; w < run.windows; ++w) {
+    const double ws = static_cast<double>(w) * WindowSeconds(o);
+    for (size_t i = 0; i < run.reports.size(); ++i) {
+      const WindowCounts& x = run.reports[i].windows[w];
+      absl::FPrintF(out, "%g,%d,%d,%d,%g,%d,%d,%d,%d,%d,\n", ws, i, x.offered,
+                    x.admitted, bound, x.hot_offered, x.hot_admitted, x.keys,
+                    x.rss_kb, x.commands);
+    }
+    const WindowCounts& x = t.all[w];
+    const int64_t mem = w < static_cast<int64_t>(redis.mem_per_window.size())
+                            ? redis.mem_per_window[w]
+                            : -1;
+    absl::FPrintF(out, "%g,all,%d,%d,%g,%d,%d,%d,%d,%d,%d\n", ws, x.offered,
+                  x.admitted, bound, x.hot_offered, x.hot_admitted, x.keys,
+                  x.rss_kb, x.commands, mem);
+  }
+  std::fclose(out);
+  return absl::OkStatus();
+}
+
+namespace {
+
+// Offered and admitted over all keys.
+void AppendOffered(const DemoOptions& o, const Totals& t, std::string& out) {
+  const double rate = t.offered / t.duration_s;
+  absl::StrAppendFormat(
+      &out, "offered: %d decisions in %.3f s = %s/s (target %s/s, %.1f%%)%s\n",
+      t.offered, t.duration_s, Fmt(rate), Fmt(o.OfferedRate()),
+      100.0 * rate / o.OfferedRate(),
+      rate < 0.95 * o.OfferedRate()
+          ? "; the instances could not keep up with the target"
+          : "");
+  absl::StrAppendFormat(&out, "admitted (all keys): %d (%.2f%% of offered)\n",
+                        t.admitted,
+                        t.offered ? 100.0 * t.admitted / t.offered : 0.0);
+  if (t.errors > 0) {
+    absl::StrAppendFormat(&out, "errors (no decision): %d\n", t.errors);
+  }
+}
+
+// The hot key's total against its bound.
+void AppendTotalBound(const DemoOptions& o, const Bounds& b, const Totals& t,
+                      std::string& out) {
+  const char* hot = HotKeyName(o);
+  double bound = 0;
+  if (AlignedWindows(o)) {
+    const int64_t seconds = static_cast<int64_t>(std::ceil(t.duration_s)) + 1;
+    bound = static_cast<double>(o.limit) * seconds;
+    absl::StrAppendFormat(
+        &out,
+        "%s: offered %d, admitted %d; bound limit x aligned seconds touched "
+        "= %d x %d = %s; utilisation %.2f%%\n",
+        hot, t.hot_offered, t.hot_admitted, o.limit, seconds, Fmt(bound),
+        100.0 * t.hot_admitted / bound);
+  } else {
+    bound = b.burst + static_cast<double>(o.limit) * t.duration_s;
+    absl::StrAppendFormat(
+        &out,
+        "%s: offered %d, admitted %d; bound burst + limit x duration = %d + "
+        "%d x %.3f = %s; utilisation %.2f%%\n",
+        hot, t.hot_offered, t.hot_admitted, b.burst, o.limit, t.duration_s,
+        Fmt(bound), 100.0 * t.hot_admitted / bound);
+  }
+  if (t.hot_admitted > bound) {
+    absl::StrAppendFormat(
+        &out, "BOUND EXCEEDED: %s admitted %d > %s (+%s, %.2f%%)\n", hot,
+        t.hot_admitted, Fmt(bound), Fmt(t.hot_admitted - bound),
+        100.0 * (t.hot_admitted - bound) / bound);
+  }
+}
+
+// The largest hot-key count in `span` consecutive windows from window
+// `from` on; -1 if none fits. Sets *at to its first window.
+int64_t MaxSpan(const Totals& t, int64_t span, int64_t from, int64_t* at) {
+  int64_t best = -1;
+  const int64_t nwin = static_cast<int64_t>(t.all.size());
+  for (int64_t w = from; w + span <= nwin; ++w) {
+    int64_t s = 0;
+    for (int64_t k = w; k < w + span; ++k) s += t.all[k].hot_admitted;
+    if (s > best) {
+      best = s;
+      *at = w;
+    }
+  }
+  return best;
+}
+
+// The busiest 1 s span (in window steps) against its bound, and after the
+// first second.
+void AppendSpans(const DemoOptions& o, const Bounds& b, const Totals& t,
+                 std::string& out) {
+  const char* hot = HotKeyName(o);
+  const double window_s = WindowSeconds(o);
+  const int64_t span = std::max<int64_t>(1, 1000 / o.window_ms);
+  const double span_s = span * window_s;
+  int64_t at_all = 0, at_steady = 0;
+  const int64_t max_all = MaxSpan(t, span, 0, &at_all);
+  const int64_t max_steady = MaxSpan(t, span, span, &at_steady);
+  const double limit_span = static_cast<double>(o.limit) * span_s;
+  const double window_bound = limit_span + b.burst + b.held;
+  absl::StrAppendFormat(
+      &out,
+      "max %s admitted in any %g s span (window steps): %d (span at %g s); "
+      "bound limit + burst + held = %s + %d + %d = %s%s\n",
+      hot, span_s, max_all, at_all * window_s, Fmt(limit_span), b.burst, b.held,
+      Fmt(window_bound), max_all > window_bound ? "" : " (within)");
+  if (max_all > window_bound) {
+    absl::StrAppendFormat(&out,
+                          "BOUND EXCEEDED: a %g s span admitted %d > %s\n",
+                          span_s, max_all, Fmt(window_bound));
+  }
+  if (max_steady >= 0) {
+    absl::StrAppendFormat(
+        &out,
+        "  after the first %g s: max %d at %g s = %.3f x limit; limit + held "
+        "= %s (information, not a bound: only once overload has spent the "
+        "burst should a span stay near it)\n",
+        span_s, max_steady, at_steady * window_s, max_steady / limit_span,
+        Fmt(limit_span + b.held));
+  }
+  if (b.held > 0) {
+    absl::StrAppendFormat(
+        &out,
+        "  held = instances x (2 x max lease - 1) = %d x (2 x %d - 1) "
+        "(docs/design.md, accuracy bound: a grant on top of what is left "
+        "below the low-water mark)\n",
+        o.instances, b.max_lease);
+  }
+}
+
+// Per-window hot-key counts, per-instance totals and the latency.
+void AppendDistribution(const DemoOptions& o, const RunRecord& run,
+                        const Totals& t, std::string& out) {
+  absl::StrAppendFormat(&out,
+                        "per-window %s admitted (window %g s):", HotKeyName(o),
+                        WindowSeconds(o));
+  for (const WindowCounts& w : t.all)
+    absl::StrAppend(&out, " ", w.hot_admitted);
+  out += "\nper instance:";
+  for (size_t i = 0; i < run.reports.size(); ++i) {
+    int64_t offered = 0, admitted = 0;
+    for (int64_t w = 0; w < run.windows; ++w) {
+      offered += run.reports[i].windows[w].offered;
+      admitted += run.reports[i].windows[w].admitted;
+    }
+    absl::StrAppendFormat(&out, " [%d] offered %d admitted %d", i, offered,
+                          admitted);
+  }
+  absl::StrAppendFormat(
+      &out,
+      "\ndecision latency (1 in %d decisions timed with steady_clock, %d "
+      "samples, all instances): p50 %d ns, p99 %d ns, p999 %d ns, max %d "
+      "ns\n",
+      o.sample_every, t.latency.size(), Percentile(t.latency, 0.50),
+      Percentile(t.latency, 0.99), Percentile(t.latency, 0.999),
+      t.latency.empty() ? 0 : t.latency.back());
+}
+
+// Redis commands, lease counters and timeouts (not for local mode).
+void AppendRedis(const DemoOptions& o, const Totals& t,
+                 const RedisFigures& redis, std::string& out) {
+  if (o.mode == Mode::kLocal) return;
+  const FinalStats& s = t.stats;
+  absl::StrAppendFormat(
+      &out,
+      "redis commands sent by the instances: %d during the run (%d including "
+      "the shutdown's returns); decisions per command: %.1f; pipelined "
+      "writes: %d\n",
+      s.commands_at_end_of_run, s.commands_sent,
+      s.commands_at_end_of_run
+          ? static_cast<double>(t.offered) / s.commands_at_end_of_run
+          : 0.0,
+      s.flushes);
+  absl::StrAppendFormat(
+      &out,
+      "redis server: EVALSHA+EVAL calls %d, total commands processed %d "
+      "(includes the GET/SET/TIME run inside the scripts and this demo's "
+      "INFO probes)\n",
+      redis.script_calls, redis.commands_processed);
+  if (o.mode == Mode::kLeased) {
+    absl::StrAppendFormat(
+        &out,
+        "lease stats (sum over instances, at the end of the run): lease "
+        "requests %d, tokens granted %d, returned %d, denied by redis %d, "
+        "charges %d (%d tokens), redis errors %d\n",
+        s.lease_requests, s.tokens_granted, s.tokens_returned,
+        s.denied_by_redis, s.charges, s.tokens_charged, s.redis_errors);
+  }
+  absl::StrAppendFormat(
+      &out, "redis client timeouts (DeadlineExceeded, all instances): %d\n",
+      s.timeouts);
+}
+
+// Keys, RSS and Redis memory.
+void AppendMemory(const DemoOptions& o, const RunRecord& run, const Totals& t,
+                  const RedisFigures& redis, std::string& out) {
+  if (o.keys == KeyDist::kZipf) {
+    out += "keys in memory (sum over instances) at each window's end:";
+    for (const WindowCounts& w : t.all) absl::StrAppend(&out, " ", w.keys);
+    out += "\nRSS (sum over instances, KiB) at each window's end:";
+    for (const WindowCounts& w : t.all) absl::StrAppend(&out, " ", w.rss_kb);
+    out += "\n";
+  }
+  out += "peak RSS per instance (ru_maxrss, KiB):";
+  for (const InstanceReport& r : run.reports) {
+    absl::StrAppend(&out, " ", r.timing.peak_rss_kb);
+  }
+  out += "\n";
+  if (!redis.ok) return;
+  int64_t peak = -1;
+  for (int64_t m : redis.mem_per_window) peak = std::max(peak, m);
+  absl::StrAppendFormat(
+      &out,
+      "redis used_memory: %d before, peak of window samples %d, %d at the "
+      "end (bytes); %d keys in the db at the end\n",
+      redis.mem_before, peak, redis.mem_end, redis.dbsize);
+}
+
+}  // namespace
+
+std::string Summary(const DemoOptions& o, const RunRecord& run, const Totals& t,
+                    const RedisFigures& redis) {
+  std::string out = absl::StrFormat("\n== summary (%s, %s) ==\n",
+                                    ModeName(o.mode), KeyDistName(o.keys));
+  if (run.interrupted_ns != 0) {
+    absl::StrAppendFormat(
+        &out,
+        "interrupted (SIGINT) at t=%.3f s of %g s: this covers the %d "
+        "window%s that ran, the last one partial\n",
+        static_cast<double>(run.interrupted_ns - run.start_ns) / 1e9, o.seconds,
+        run.windows, run.windows == 1 ? "" : "s");
+  }
+  const Bounds b = ComputeBounds(o);
+  AppendOffered(o, t, out);
+  AppendTotalBound(o, b, t, out);
+  AppendSpans(o, b, t, out);
+  AppendDistribution(o, run, t, out);
+  AppendRedis(o, t, redis, out);
+  AppendMemory(o, run, t, redis, out);
+  if (!o.csv.empty()) absl::StrAppend(&out, "csv: ", o.csv, "\n");
+  return out;
+}
+
+}  // namespace tokenlease::tools

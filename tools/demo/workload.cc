@@ -1,0 +1,113 @@
+// The key set with its Zipf CDF, the reporting windows, and the pacing of
+// a load thread (see workload.h).
+#include "demo/workload.h"
+
+#include <sched.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <thread>
+
+#include "absl/strings/str_format.h"
+
+namespace tokenlease::tools {
+namespace {
+
+inline void CpuRelax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#endif
+}
+
+// The unnormalised Zipf weight of rank i (0-based).
+double ZipfWeight(int i, double s) {
+  return std::pow(static_cast<double>(i + 1), -s);
+}
+
+}  // namespace
+
+int64_t SteadyNs() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+int64_t NumWindows(const DemoOptions& o) {
+  return static_cast<int64_t>(
+      std::ceil(o.seconds * 1000.0 / static_cast<double>(o.window_ms) - 1e-9));
+}
+
+int64_t WindowNs(const DemoOptions& o) {
+  return int64_t{o.window_ms} * 1'000'000;
+}
+
+size_t KeySet::Draw(std::mt19937_64& rng) const {
+  if (cdf.empty()) return 0;
+  const double u = std::uniform_real_distribution<double>(0, cdf.back())(rng);
+  const size_t i = static_cast<size_t>(
+      std::upper_bound(cdf.begin(), cdf.end(), u) - cdf.begin());
+  return std::min(i, cdf.size() - 1);
+}
+
+KeySet MakeKeys(const DemoOptions& o) {
+  KeySet k;
+  if (o.keys == KeyDist::kHot) {
+    k.names.push_back("hot");
+    return k;
+  }
+  k.names.reserve(o.zipf_keys);
+  k.cdf.reserve(o.zipf_keys);
+  double sum = 0;
+  for (int i = 0; i < o.zipf_keys; ++i) {
+    k.names.push_back(absl::StrFormat("user:%08d", i));
+    sum += ZipfWeight(i, o.zipf_s);
+    k.cdf.push_back(sum);
+  }
+  return k;
+}
+
+double ZipfP0(const DemoOptions& o) {
+  if (o.keys == KeyDist::kHot) return 1.0;
+  double sum = 0;
+  for (int i = 0; i < o.zipf_keys; ++i) sum += ZipfWeight(i, o.zipf_s);
+  return 1.0 / sum;
+}
+
+bool Pacer::DueOrWait(int64_t now_ns) const {
+  const double gap = next_ - static_cast<double>(now_ns);
+  if (gap <= 0) return true;
+  if (sleep_ && gap > 30'000) {
+    // Give the core away; the absolute schedule makes up for the wake-up
+    // delay (within kMaxLagNs).
+    std::this_thread::sleep_for(
+        std::chrono::nanoseconds(static_cast<int64_t>(gap) - 20'000));
+  } else if (gap > 20'000) {
+    // Yield the core to Redis and the reconcilers (2 cores, 8+ threads).
+    sched_yield();
+  } else {
+    CpuRelax();
+  }
+  return false;
+}
+
+void Pacer::Book(int64_t now_ns) {
+  const double now = static_cast<double>(now_ns);
+  if (now - next_ > kMaxLagNs) next_ = now;
+  next_ += interval_;
+}
+
+double CallIntervalNs(const DemoOptions& o) {
+  const double rate = o.OfferedRate() / (o.instances * o.threads);
+  return 1e9 / rate;
+}
+
+double FirstCallNs(const DemoOptions& o, int instance, int t,
+                   int64_t start_ns) {
+  const int total_threads = o.instances * o.threads;
+  const int global = instance * o.threads + t;
+  return static_cast<double>(start_ns) +
+         CallIntervalNs(o) * global / static_cast<double>(total_threads);
+}
+
+}  // namespace tokenlease::tools

@@ -1,0 +1,82 @@
+// The load the instances offer: the key set (one hot key or Zipf-distributed
+// keys), the reporting windows, and the pacing schedule of a load thread.
+// Shared by the parent (window count, Zipf figures) and the instances.
+#ifndef TOKENLEASE_TOOLS_DEMO_WORKLOAD_H_
+#define TOKENLEASE_TOOLS_DEMO_WORKLOAD_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "demo/flags.h"
+
+namespace tokenlease::tools {
+
+// steady_clock now, in ns: the time base of every schedule and window (the
+// parent and the instances share it, being on one machine).
+int64_t SteadyNs();
+
+// The number of --window_ms windows in a run of --seconds (the last one may
+// be shorter).
+int64_t NumWindows(const DemoOptions& o);
+// --window_ms in ns.
+int64_t WindowNs(const DemoOptions& o);
+
+// The keys, and for Zipf their cumulative weights.
+struct KeySet {
+  std::vector<std::string> names;
+  std::vector<double> cdf;  // cumulative, not normalised; empty for "hot"
+
+  // A key index drawn from the distribution (always 0 for the hot key).
+  size_t Draw(std::mt19937_64& rng) const;
+};
+
+// Builds the key set of --keys (names "hot", or "user:%08d" by Zipf rank).
+KeySet MakeKeys(const DemoOptions& o);
+
+// The probability of Zipf rank 0 (the hot key in zipf mode; 1 for hot).
+double ZipfP0(const DemoOptions& o);
+
+// A thread that falls behind its schedule by more than this drops the
+// missed calls instead of bursting to catch up (the achieved rate is
+// reported).
+inline constexpr int64_t kMaxLagNs = 1'000'000;
+
+// One load thread's schedule: a call every `interval_ns` from `first_ns` on
+// (absolute, so wake-up delays are made up within kMaxLagNs).
+class Pacer {
+ public:
+  // `sleep`: --pacing=sleep (else spin).
+  Pacer(double first_ns, double interval_ns, bool sleep)
+      : next_(first_ns), interval_(interval_ns), sleep_(sleep) {}
+
+  // True if a call is due at `now_ns`. Otherwise waits part of the gap
+  // (sleeps until ~20 us before the call with --pacing=sleep, else yields
+  // the core when the call is > 20 us away, else pauses) and returns false:
+  // the caller reads the clock again.
+  bool DueOrWait(int64_t now_ns) const;
+
+  // Books the call made at `now_ns`; the next is due one interval after the
+  // previous due time, or after `now_ns` if that was over kMaxLagNs late.
+  void Book(int64_t now_ns);
+
+  // When the next call is due.
+  double next_ns() const { return next_; }
+
+ private:
+  double next_;
+  double interval_;
+  bool sleep_;
+};
+
+// Thread `t` of instance `instance` of the run: its first call, so that the
+// threads of all instances are spread evenly over one interval.
+double FirstCallNs(const DemoOptions& o, int instance, int t, int64_t start_ns);
+// The interval between one thread's calls, in ns.
+double CallIntervalNs(const DemoOptions& o);
+
+}  // namespace tokenlease::tools
+
+#endif  // TOKENLEASE_TOOLS_DEMO_WORKLOAD_H_

@@ -1,0 +1,84 @@
+// The key set, Zipf figures, windows and pacing schedule.
+#include "demo/workload.h"
+
+#include <cmath>
+#include <random>
+#include <vector>
+
+#include "gtest/gtest.h"
+
+namespace tokenlease::tools {
+namespace {
+
+DemoOptions Zipf(int keys, double s) {
+  DemoOptions o;
+  o.keys = KeyDist::kZipf;
+  o.zipf_keys = keys;
+  o.zipf_s = s;
+  return o;
+}
+
+TEST(WorkloadTest, HotKeyIsAlwaysKeyZero) {
+  const KeySet k = MakeKeys(DemoOptions());
+  ASSERT_EQ(k.names.size(), 1u);
+  EXPECT_EQ(k.names[0], "hot");
+  std::mt19937_64 rng(1);
+  EXPECT_EQ(k.Draw(rng), 0u);
+  EXPECT_EQ(ZipfP0(DemoOptions()), 1.0);
+}
+
+TEST(WorkloadTest, ZipfCdfAndP0) {
+  const DemoOptions o = Zipf(3, 1.0);
+  const KeySet k = MakeKeys(o);
+  ASSERT_EQ(k.names.size(), 3u);
+  EXPECT_EQ(k.names[2], "user:00000002");
+  ASSERT_EQ(k.cdf.size(), 3u);
+  EXPECT_DOUBLE_EQ(k.cdf[0], 1.0);
+  EXPECT_DOUBLE_EQ(k.cdf[1], 1.5);
+  EXPECT_DOUBLE_EQ(k.cdf[2], 1.5 + 1.0 / 3);
+  EXPECT_DOUBLE_EQ(ZipfP0(o), 1.0 / (1.5 + 1.0 / 3));
+}
+
+TEST(WorkloadTest, ZipfDrawsFollowTheDistribution) {
+  const DemoOptions o = Zipf(1000, 1.1);
+  const KeySet k = MakeKeys(o);
+  std::mt19937_64 rng(42);
+  constexpr int kDraws = 200000;
+  int zero = 0;
+  for (int i = 0; i < kDraws; ++i) {
+    const size_t d = k.Draw(rng);
+    ASSERT_LT(d, k.names.size());
+    zero += d == 0;
+  }
+  EXPECT_NEAR(static_cast<double>(zero) / kDraws, ZipfP0(o), 0.01);
+}
+
+TEST(WorkloadTest, Windows) {
+  DemoOptions o;
+  o.seconds = 20;
+  o.window_ms = 500;
+  EXPECT_EQ(NumWindows(o), 40);
+  o.seconds = 2.2;
+  EXPECT_EQ(NumWindows(o), 5);  // the last one is 200 ms
+  EXPECT_EQ(WindowNs(o), 500'000'000);
+}
+
+TEST(WorkloadTest, PacerKeepsAnAbsoluteScheduleAndDropsLongLags) {
+  Pacer p(1000, 100, /*sleep=*/false);
+  EXPECT_TRUE(p.DueOrWait(1000));
+  p.Book(1050);  // 50 ns late: the schedule holds
+  EXPECT_EQ(p.next_ns(), 1100);
+  p.Book(1100 + kMaxLagNs + 1);  // too late: restarts from now
+  EXPECT_EQ(p.next_ns(), 1100 + kMaxLagNs + 1 + 100);
+}
+
+TEST(WorkloadTest, ThreadsAreSpreadOverOneInterval) {
+  DemoOptions o;  // 4 x 2 threads, 100,000/s: 12,500/s each
+  EXPECT_DOUBLE_EQ(CallIntervalNs(o), 80'000);
+  EXPECT_DOUBLE_EQ(FirstCallNs(o, 0, 0, 0), 0);
+  EXPECT_DOUBLE_EQ(FirstCallNs(o, 0, 1, 0), 10'000);
+  EXPECT_DOUBLE_EQ(FirstCallNs(o, 3, 1, 0), 70'000);
+}
+
+}  // namespace
+}  // namespace tokenlease::tools
