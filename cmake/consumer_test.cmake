@@ -6,12 +6,15 @@
 #         -P cmake/consumer_test.cmake
 #
 # 1. installs the already-built tree into <build>/consumer_package/prefix;
-# 2. configures, builds and runs tests/consumer/ (find_package(tokenlease)).
-#    The local-only consumer (tokenlease::local) must have no hiredis or
-#    libevent on its compile and link commands;
-# 3. compiles tests/consumer/pkgconfig_main.cc with
-#    `pkg-config --cflags --libs tokenlease-local` (which must name no
-#    hiredis or libevent) and with `... tokenlease`, and runs both.
+# 2. configures, builds and runs tests/consumer/ (find_package(tokenlease),
+#    both components, the direct and leased examples compiled);
+# 3. configures, builds and runs tests/consumer/local/ (COMPONENTS local)
+#    with pkg-config unable to see hiredis and libevent, and checks that its
+#    compile and link commands name neither;
+# 4. compiles tests/consumer/pkgconfig_main.cc with
+#    `pkg-config --cflags --libs tokenlease-local` (resolved without the
+#    hiredis and libevent modules, and naming neither) and with
+#    `... tokenlease`, and runs both.
 # Any failing step fails the test.
 cmake_minimum_required(VERSION 3.25)
 
@@ -25,7 +28,6 @@ endforeach()
 
 set(work "${TOKENLEASE_BINARY_DIR}/consumer_package")
 set(prefix "${work}/prefix")
-set(consumer_build "${work}/build")
 set(consumer_src "${TOKENLEASE_SOURCE_DIR}/tests/consumer")
 if(IS_ABSOLUTE "${TOKENLEASE_LIBDIR}")
   message(FATAL_ERROR "consumer_test.cmake: CMAKE_INSTALL_LIBDIR "
@@ -44,44 +46,7 @@ function(step name)
   endif()
 endfunction()
 
-file(REMOVE_RECURSE "${work}")
-file(MAKE_DIRECTORY "${work}")
-
-# 1. Install.
-step("install into ${prefix}"
-  "${CMAKE_COMMAND}" --install "${TOKENLEASE_BINARY_DIR}" --prefix "${prefix}")
-
-# 2. find_package consumer.
-set(configure_args
-  -S "${consumer_src}" -B "${consumer_build}"
-  -G "${TOKENLEASE_GENERATOR}"
-  "-DCMAKE_CXX_COMPILER=${TOKENLEASE_CXX_COMPILER}"
-  "-DCMAKE_PREFIX_PATH=${prefix}"
-  # Only the fresh prefix may satisfy find_package(tokenlease).
-  -DCMAKE_FIND_USE_PACKAGE_REGISTRY=OFF)
-if(TOKENLEASE_MAKE_PROGRAM)
-  list(APPEND configure_args "-DCMAKE_MAKE_PROGRAM=${TOKENLEASE_MAKE_PROGRAM}")
-endif()
-if(TOKENLEASE_BUILD_TYPE)
-  list(APPEND configure_args "-DCMAKE_BUILD_TYPE=${TOKENLEASE_BUILD_TYPE}")
-endif()
-step("configure tests/consumer" "${CMAKE_COMMAND}" ${configure_args})
-
-file(STRINGS "${consumer_build}/CMakeCache.txt" found_dir
-     REGEX "^tokenlease_DIR:")
-string(REGEX REPLACE "^[^=]*=" "" found_dir "${found_dir}")
-file(REAL_PATH "${found_dir}" found_dir)
-file(REAL_PATH "${prefix}" real_prefix)
-string(FIND "${found_dir}" "${real_prefix}/" pos)
-if(NOT pos EQUAL 0)
-  message(FATAL_ERROR "consumer_package: find_package(tokenlease) used "
-                      "'${found_dir}', not the package in ${prefix}")
-endif()
-
-step("build tests/consumer" "${CMAKE_COMMAND}" --build "${consumer_build}")
-step("run consumer" "${consumer_build}/consumer")
-
-# Fails if `text` (the commands or flags of a local-only consumer) names
+# Fails if `text` (commands or flags of the local-only consumer) names
 # hiredis or libevent: tokenlease::local must need neither.
 function(expect_local_only what text)
   string(TOLOWER "${text}" lower)
@@ -91,15 +56,88 @@ function(expect_local_only what text)
   endif()
 endfunction()
 
-# 2b. The local-only consumer (`consumer`, tokenlease::local): no hiredis or
-# libevent header or library on its compile and link lines.
+# Configures, builds and runs the consumer project in `src` (its program is
+# `consumer`), checking that find_package used the fresh prefix.
+function(build_consumer src build)
+  set(args
+    -S "${src}" -B "${build}"
+    -G "${TOKENLEASE_GENERATOR}"
+    "-DCMAKE_CXX_COMPILER=${TOKENLEASE_CXX_COMPILER}"
+    "-DCMAKE_PREFIX_PATH=${prefix}"
+    # Only the fresh prefix may satisfy find_package(tokenlease).
+    -DCMAKE_FIND_USE_PACKAGE_REGISTRY=OFF)
+  if(TOKENLEASE_MAKE_PROGRAM)
+    list(APPEND args "-DCMAKE_MAKE_PROGRAM=${TOKENLEASE_MAKE_PROGRAM}")
+  endif()
+  if(TOKENLEASE_BUILD_TYPE)
+    list(APPEND args "-DCMAKE_BUILD_TYPE=${TOKENLEASE_BUILD_TYPE}")
+  endif()
+  step("configure ${src}" "${CMAKE_COMMAND}" ${args})
+  file(STRINGS "${build}/CMakeCache.txt" found_dir REGEX "^tokenlease_DIR:")
+  string(REGEX REPLACE "^[^=]*=" "" found_dir "${found_dir}")
+  file(REAL_PATH "${found_dir}" found_dir)
+  file(REAL_PATH "${prefix}" real_prefix)
+  string(FIND "${found_dir}" "${real_prefix}/" pos)
+  if(NOT pos EQUAL 0)
+    message(FATAL_ERROR "consumer_package: find_package(tokenlease) used "
+                        "'${found_dir}', not the package in ${prefix}")
+  endif()
+  step("build ${src}" "${CMAKE_COMMAND}" --build "${build}")
+  step("run ${build}/consumer" "${build}/consumer")
+endfunction()
+
+file(REMOVE_RECURSE "${work}")
+file(MAKE_DIRECTORY "${work}")
+
+# 1. Install.
+step("install into ${prefix}"
+  "${CMAKE_COMMAND}" --install "${TOKENLEASE_BINARY_DIR}" --prefix "${prefix}")
+
+# 2. The full package.
+build_consumer("${consumer_src}" "${work}/build")
+
+# 3. The local-only user, on a machine without hiredis and libevent as far
+# as pkg-config can tell: a pkg-config directory with every module of the
+# system's except those.
+set(no_redis_pc "${work}/pkgconfig-without-redis")
+file(MAKE_DIRECTORY "${no_redis_pc}")
+execute_process(
+  COMMAND "${TOKENLEASE_PKG_CONFIG}" --variable pc_path pkg-config
+  OUTPUT_VARIABLE pc_path OUTPUT_STRIP_TRAILING_WHITESPACE)
+string(REPLACE ":" ";" pc_dirs "${pc_path}")
+set(hidden 0)
+foreach(dir IN LISTS pc_dirs)
+  file(GLOB pcs "${dir}/*.pc")
+  foreach(pc IN LISTS pcs)
+    get_filename_component(name "${pc}" NAME)
+    if(name MATCHES "^(hiredis|libevent)")
+      math(EXPR hidden "${hidden} + 1")
+    elseif(NOT EXISTS "${no_redis_pc}/${name}")
+      file(CREATE_LINK "${pc}" "${no_redis_pc}/${name}" SYMBOLIC)
+    endif()
+  endforeach()
+endforeach()
+if(hidden EQUAL 0)
+  message(FATAL_ERROR "consumer_package: found no hiredis or libevent .pc "
+                      "file to hide in ${pc_path}")
+endif()
+set(ENV{PKG_CONFIG_LIBDIR} "${no_redis_pc}")
+execute_process(COMMAND "${TOKENLEASE_PKG_CONFIG}" --exists hiredis
+                RESULT_VARIABLE rc)
+if(rc EQUAL 0)
+  message(FATAL_ERROR "consumer_package: hiding hiredis from pkg-config "
+                      "did not work")
+endif()
+set(local_build "${work}/build-local")
+build_consumer("${consumer_src}/local" "${local_build}")
+
 if(TOKENLEASE_GENERATOR MATCHES "Ninja")
   set(ninja "${TOKENLEASE_MAKE_PROGRAM}")
   if(NOT ninja)
     set(ninja ninja)
   endif()
   execute_process(
-    COMMAND "${ninja}" -C "${consumer_build}" -t commands consumer
+    COMMAND "${ninja}" -C "${local_build}" -t commands consumer
     RESULT_VARIABLE rc
     OUTPUT_VARIABLE consumer_commands)
   if(NOT rc EQUAL 0 OR consumer_commands STREQUAL "")
@@ -108,8 +146,8 @@ if(TOKENLEASE_GENERATOR MATCHES "Ninja")
   endif()
 else()
   file(GLOB_RECURSE command_files
-       "${consumer_build}/CMakeFiles/consumer.dir/flags.make"
-       "${consumer_build}/CMakeFiles/consumer.dir/link.txt")
+       "${local_build}/CMakeFiles/consumer.dir/flags.make"
+       "${local_build}/CMakeFiles/consumer.dir/link.txt")
   if(NOT command_files)
     message(FATAL_ERROR "consumer_package: no flags.make/link.txt for "
                         "`consumer` with generator ${TOKENLEASE_GENERATOR}")
@@ -124,11 +162,17 @@ expect_local_only("the compile and link commands" "${consumer_commands}")
 message(STATUS "consumer_package: tokenlease::local consumer: no hiredis or "
                "libevent on its command lines")
 
-# 3. pkg-config consumers: the same program against each .pc file.
-set(ENV{PKG_CONFIG_PATH} "${libdir}/pkgconfig")
+# 4. pkg-config consumers: the same program against each .pc file (the
+# local one still without hiredis and libevent visible).
 # LD_LIBRARY_PATH only matters if the libraries are shared.
 set(ENV{LD_LIBRARY_PATH} "${libdir}:$ENV{LD_LIBRARY_PATH}")
 foreach(module IN ITEMS tokenlease-local tokenlease)
+  if(module STREQUAL "tokenlease-local")
+    set(ENV{PKG_CONFIG_LIBDIR} "${no_redis_pc}")
+  else()
+    unset(ENV{PKG_CONFIG_LIBDIR})
+  endif()
+  set(ENV{PKG_CONFIG_PATH} "${libdir}/pkgconfig")
   execute_process(
     COMMAND "${TOKENLEASE_PKG_CONFIG}" --cflags --libs ${module}
     RESULT_VARIABLE rc

@@ -241,7 +241,9 @@ if(_tl_pkgconfig_prefixes)
       "  if(NOT ${_tl_prefix}_FOUND)\n"
       "    set(tokenlease_FOUND FALSE)\n"
       "    set(tokenlease_NOT_FOUND_MESSAGE\n"
-      "        \"tokenlease needs the pkg-config module(s) ${_tl_mods}\")\n"
+      "        \"tokenlease::tokenlease needs the pkg-config module(s) "
+      "${_tl_mods}; for the local Limiter alone use "
+      "find_package(tokenlease COMPONENTS local)\")\n"
       "    return()\n"
       "  endif()\n"
       "endif()\n")

@@ -242,11 +242,12 @@ class LeasedLimiter {
   // confirm: for tests, and before a planned pause.
   absl::Status ReturnAll(absl::Duration timeout);
 
-  // Waits (up to `timeout`) until every lease request, charge and return
-  // asked for before the call has been answered by Redis and applied;
-  // decisions go on meanwhile. For tests (a synchronisation point instead
-  // of polling) and for tools that report after a burst of activity.
-  // DeadlineExceeded if Redis did not answer in time.
+  // Waits (up to `timeout`) until the reconciler is idle: every lease
+  // request, charge and return asked for before the call (and every call
+  // they led to) has been answered by Redis and applied, and nothing else is
+  // pending. For tests (a synchronisation point instead of polling) and for
+  // tools that report after a burst of activity. DeadlineExceeded if Redis
+  // did not answer in time, or if decisions kept asking for new leases.
   absl::Status Sync(absl::Duration timeout);
 
   LeaseStats stats() const;

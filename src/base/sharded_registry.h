@@ -193,12 +193,17 @@ class ShardedRegistry {
       ReclaimLocked(shard, now_ns);
       shard.next_sweep = std::max<size_t>(64, 2 * shard.map.size());
     }
-    // Relaxed: a count. The slot is reserved before the insert and given
-    // back if that passed max_keys, so the bound is exact.
-    if (size_.fetch_add(1, std::memory_order_relaxed) >= max_keys_) {
+    // Relaxed: a count. A slot is reserved before the insert and given back
+    // if that passed max_keys, so the bound is exact; after a reclaim the
+    // reservation is tried again (other shards may have taken the freed
+    // slots meanwhile).
+    for (bool reclaimed = false;;) {
+      if (size_.fetch_add(1, std::memory_order_relaxed) < max_keys_) break;
       size_.fetch_sub(1, std::memory_order_relaxed);
-      if (!reclaims || ReclaimLocked(shard, now_ns) == 0) return nullptr;
-      size_.fetch_add(1, std::memory_order_relaxed);
+      if (!reclaims || reclaimed || ReclaimLocked(shard, now_ns) == 0) {
+        return nullptr;
+      }
+      reclaimed = true;
     }
     Entry* e = owner_->NewEntry(name, now_ns);
     shard.map.emplace(e->name(), e);

@@ -18,6 +18,7 @@
 #include "base/absl_view.h"
 #include "leased/lease_book.h"
 #include "leased/lease_entry.h"
+#include "leased/lease_transport.h"
 #include "leased/reconciler.h"
 #include "local/spec_facts.h"
 #include "redis/redis_client.h"
@@ -72,8 +73,8 @@ class LeasedLimiter::Impl final : public internal::LeaseRegistry::Owner {
               std::random_device{}()),
         registry_(this, options_.max_keys, options_.shards,
                   internal::LeaseRegistry::Growth::kRefusesWhenFull),
-        reconciler_(&book_, &registry_, &connection_->client(), clock_,
-                    options_.lease,
+        transport_(&connection_->client()),
+        reconciler_(&book_, &registry_, &transport_, clock_, options_.lease,
                     static_cast<size_t>(
                         std::min<int64_t>(options_.max_keys, 1 << 16))) {
     reconciler_.Start();
@@ -312,6 +313,7 @@ class LeasedLimiter::Impl final : public internal::LeaseRegistry::Owner {
   // registry and the book it uses.
   internal::LeaseBook book_;
   internal::LeaseRegistry registry_;
+  internal::RedisLeaseTransport transport_;
   internal::Reconciler reconciler_;
 };
 

@@ -9,11 +9,11 @@
 namespace tokenlease::internal {
 
 Reconciler::Reconciler(LeaseBook* book, LeaseRegistry* registry,
-                       RedisClient* client, Clock* clock,
+                       LeaseTransport* transport, Clock* clock,
                        const LeaseOptions& options, size_t queue_capacity)
     : book_(book),
       registry_(registry),
-      client_(client),
+      transport_(transport),
       clock_(clock),
       tick_ns_(absl::ToInt64Nanoseconds(options.tick)),
       evict_every_ns_(
@@ -116,9 +116,11 @@ absl::Status Reconciler::Sync(absl::Duration timeout) {
   if (!done_cv_.wait_until(lock, deadline,
                            [&] { return idle_after_step_ >= target; })) {
     return absl::DeadlineExceededError(absl::StrCat(
-        "lease calls still unanswered after ", absl::FormatDuration(timeout),
-        " (", outstanding_.load(std::memory_order_acquire),
-        " outstanding); is Redis reachable?"));
+        "the reconciler did not become idle within ",
+        absl::FormatDuration(timeout), ": ",
+        outstanding_.load(std::memory_order_acquire),
+        " Redis calls unanswered (is Redis reachable?), or decisions kept "
+        "asking for new leases"));
   }
   return absl::OkStatus();
 }
@@ -127,46 +129,46 @@ void Reconciler::Step() {
   const int64_t now = clock_->NowNanos();
   book_->BeginStep(now);
   LeaseCalls calls;
-  {
-    // Everything submitted in this step leaves in one pipelined write.
-    RedisClient::Batch batch(client_);
-    ApplyReplies(now, &calls);
-    // Queued calls first (they are older), then the book's new ones.
-    SendQueued(batch);
-    book_->RetryCharges(&calls);
-    want_.assign(deferred_.begin(), deferred_.end());
-    deferred_.clear();
-    while (LeaseEntry* e = requests_.TryPop()) want_.push_back(e);
-    book_->Expire(now, &calls, &want_);
+  const int64_t applied = ApplyReplies(now, &calls);
+  // Queued calls first (they are older), then the book's new ones.
+  SendQueued();
+  book_->RetryCharges(&calls);
+  want_.assign(deferred_.begin(), deferred_.end());
+  deferred_.clear();
+  while (LeaseEntry* e = requests_.TryPop()) want_.push_back(e);
+  book_->Expire(now, &calls, &want_);
 
-    bool return_all;
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      return_all = return_all_;
-    }
-    // A key caught with a negative balance is retried on the next step, and
-    // the ReturnAll waiter keeps waiting for it (within its deadline).
-    bool all_returned = true;
+  bool return_all;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    return_all = return_all_;
+  }
+  // A key caught with a negative balance is retried on the next step, and
+  // the ReturnAll waiter keeps waiting for it (within its deadline).
+  bool all_returned = true;
+  if (return_all) {
+    registry_->ForEach([&](LeaseEntry* e) {
+      if (!book_->ReturnLease(e, now, &calls)) all_returned = false;
+    });
+  }
+  for (LeaseEntry* e : want_) {
     if (return_all) {
-      registry_->ForEach([&](LeaseEntry* e) {
-        if (!book_->ReturnLease(e, now, &calls)) all_returned = false;
-      });
+      book_->Decline(e, &calls);  // returning everything: no new lease
+    } else if (HasRoom(calls.size())) {
+      book_->Lease(e, now, &calls);
+    } else {
+      deferred_.push_back(e);  // still flagged: not asked twice
     }
-    for (LeaseEntry* e : want_) {
-      if (return_all) {
-        book_->Decline(e, &calls);  // returning everything: no new lease
-      } else if (HasRoom()) {
-        book_->Lease(e, now, &calls);
-      } else {
-        deferred_.push_back(e);  // still flagged: not asked twice
-      }
-    }
-    Send(std::move(calls), batch);
-    if (return_all && all_returned) {
-      book_->ReturnedAll(now);  // grants in flight are returned on arrival
-      std::lock_guard<std::mutex> lock(mu_);
-      return_all_ = false;
-    }
+  }
+  Send(std::move(calls));
+  // Everything submitted in this step leaves in one pipelined write.
+  transport_->Flush();
+  // release: see outstanding_ (the follow-ups are counted by now).
+  outstanding_.fetch_sub(applied, std::memory_order_release);
+  if (return_all && all_returned) {
+    book_->ReturnedAll(now);  // grants in flight are returned on arrival
+    std::lock_guard<std::mutex> lock(mu_);
+    return_all_ = false;
   }
   if (now >= next_evict_ns_) {
     registry_->Reclaim(now);
@@ -183,7 +185,7 @@ bool Reconciler::Idle() {
          queued_.empty() && calls_in_flight_ == 0 && !book_->HasRetries();
 }
 
-void Reconciler::ApplyReplies(int64_t now, LeaseCalls* out) {
+int64_t Reconciler::ApplyReplies(int64_t now, LeaseCalls* out) {
   std::vector<ReplySink::Item> items;
   {
     std::lock_guard<std::mutex> lock(sink_->mu);
@@ -192,37 +194,36 @@ void Reconciler::ApplyReplies(int64_t now, LeaseCalls* out) {
   for (ReplySink::Item& item : items) {
     book_->Apply(item.call, item.reply, now, out);
     --calls_in_flight_;
-    // release: see outstanding_.
-    outstanding_.fetch_sub(1, std::memory_order_release);
   }
+  return static_cast<int64_t>(items.size());
 }
 
-void Reconciler::Send(LeaseCalls calls, RedisClient::Batch& batch) {
+void Reconciler::Send(LeaseCalls calls) {
   for (LeaseCall& call : calls) {
     // relaxed: see outstanding_.
     outstanding_.fetch_add(1, std::memory_order_relaxed);
-    if (HasRoom() && queued_.empty()) {
-      Submit(std::move(call), batch);
+    if (queued_.empty() && calls_in_flight_ < kMaxCallsInFlight) {
+      Submit(std::move(call));
     } else {
       queued_.push_back(std::move(call));
     }
   }
 }
 
-void Reconciler::SendQueued(RedisClient::Batch& batch) {
-  while (!queued_.empty() && HasRoom()) {
+void Reconciler::SendQueued() {
+  while (!queued_.empty() && calls_in_flight_ < kMaxCallsInFlight) {
     LeaseCall call = std::move(queued_.front());
     queued_.pop_front();
-    Submit(std::move(call), batch);
+    Submit(std::move(call));
   }
 }
 
-void Reconciler::Submit(LeaseCall call, RedisClient::Batch& batch) {
+void Reconciler::Submit(LeaseCall call) {
   ++calls_in_flight_;
   std::vector<std::string> args = std::move(call.args);
   const LuaScript& script = call.script();
   std::shared_ptr<ReplySink> sink = sink_;
-  absl::Status queued = batch.SubmitScript(
+  absl::Status queued = transport_->Submit(
       script, std::move(args), [sink, call](absl::StatusOr<RedisReply> reply) {
         std::lock_guard<std::mutex> lock(sink->mu);
         if (sink->owner == nullptr) return;

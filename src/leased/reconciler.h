@@ -1,9 +1,10 @@
 // The reconciler: one thread per LeasedLimiter that drives its lease book
 // (lease_book.h). It owns only the thread and its wake-ups, the hand-over
 // of refill requests from the decision path (a bounded MPSC queue) and of
-// replies from the Redis client thread, flow control (a cap on calls in
-// flight, with the rest queued), the transport of the book's calls (one
-// pipelined batch per step), ReturnAll and Sync, and idle-key eviction.
+// replies from the transport's thread, flow control (a cap on calls in
+// flight: keys asking beyond it wait, and the book's other calls queue),
+// the transport of the book's calls (lease_transport.h; one pipelined
+// write per step), ReturnAll and Sync, and idle-key eviction.
 #ifndef TOKENLEASE_SRC_LEASED_RECONCILER_H_
 #define TOKENLEASE_SRC_LEASED_RECONCILER_H_
 
@@ -21,7 +22,7 @@
 #include "base/sharded_registry.h"
 #include "leased/lease_book.h"
 #include "leased/lease_entry.h"
-#include "redis/redis_client.h"
+#include "leased/lease_transport.h"
 #include "tokenlease/clock.h"
 #include "tokenlease/leased.h"
 
@@ -37,10 +38,12 @@ class Reconciler {
   // out (and resetting) every connection.
   static constexpr int64_t kMaxCallsInFlight = 256;
 
-  // `book`, `registry`, `client` and `clock` must outlive the reconciler.
-  // `registry` is reclaimed only from this thread (Growth::kRefusesWhenFull).
-  Reconciler(LeaseBook* book, LeaseRegistry* registry, RedisClient* client,
-             Clock* clock, const LeaseOptions& options, size_t queue_capacity);
+  // `book`, `registry`, `transport` and `clock` must outlive the
+  // reconciler. `registry` is reclaimed only from this thread
+  // (Growth::kRefusesWhenFull).
+  Reconciler(LeaseBook* book, LeaseRegistry* registry,
+             LeaseTransport* transport, Clock* clock,
+             const LeaseOptions& options, size_t queue_capacity);
   ~Reconciler();  // Stop() if still running
 
   void Start();
@@ -69,9 +72,12 @@ class Reconciler {
 
   // Returns every lease now; waits up to `timeout` for the confirmations.
   absl::Status ReturnAll(absl::Duration timeout);
-  // Waits (up to `timeout`) until every refill asked for before the call,
-  // and every call it led to, has been answered and applied: a
-  // synchronisation point for tests (no polling).
+  // Waits (up to `timeout`) until a step that started after the call ends
+  // idle: nothing asked for, deferred, queued, in flight or waiting to be
+  // applied. So every refill asked for before the call, and every call it
+  // led to, has been answered and applied. A synchronisation point for
+  // tests (no polling); while decisions keep asking for new leases the
+  // reconciler may not become idle before the deadline.
   absl::Status Sync(absl::Duration timeout);
 
  private:
@@ -90,20 +96,26 @@ class Reconciler {
   void Wake();
   void Step();
   // Applies the replies that arrived; the book's follow-up calls go to
-  // `out`.
-  void ApplyReplies(int64_t now, LeaseCalls* out);
+  // `out`. Returns how many were applied (outstanding_ is decremented
+  // only once the follow-ups are counted: see Step).
+  int64_t ApplyReplies(int64_t now, LeaseCalls* out);
   // Submits `calls` in order while fewer than kMaxCallsInFlight are in
   // flight, and queues the rest.
-  void Send(LeaseCalls calls, RedisClient::Batch& batch);
-  void SendQueued(RedisClient::Batch& batch);
-  void Submit(LeaseCall call, RedisClient::Batch& batch);
-  bool HasRoom() const { return calls_in_flight_ < kMaxCallsInFlight; }
+  void Send(LeaseCalls calls);
+  void SendQueued();
+  void Submit(LeaseCall call);
+  // True if `more` new calls still fit under kMaxCallsInFlight with what is
+  // in flight and queued.
+  bool HasRoom(size_t more) const {
+    return calls_in_flight_ + static_cast<int64_t>(queued_.size() + more) <
+           kMaxCallsInFlight;
+  }
   // Nothing asked for, queued, in flight or waiting to be applied.
   bool Idle();
 
   LeaseBook* const book_;
   LeaseRegistry* const registry_;
-  RedisClient* const client_;
+  LeaseTransport* const transport_;
   Clock* const clock_;
   const int64_t tick_ns_;
   const int64_t evict_every_ns_;
@@ -133,10 +145,13 @@ class Reconciler {
   int64_t next_evict_ns_ = 0;
 
   // Calls the book asked for and whose replies are not yet applied
-  // (queued or in flight). Incremented on this thread (relaxed: a waiter
-  // reads it under mu_ after this thread's step released mu_); decremented
-  // with release after a reply was applied, so a waiter that loads 0 with
-  // acquire sees every reply's effects.
+  // (queued or in flight). Incremented on this thread before the replies
+  // that led to the new calls are subtracted, so it never reads 0 while a
+  // follow-up call (a grant given back on arrival, a charge retry) is still
+  // unsent; relaxed, because only this thread writes it and the decrement
+  // below orders the rest. Decremented with release after the step's
+  // replies were applied and their follow-ups counted, so a ReturnAll
+  // waiter that loads 0 with acquire sees every reply's effects.
   std::atomic<int64_t> outstanding_{0};
   std::thread thread_;
 };

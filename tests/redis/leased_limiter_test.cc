@@ -113,6 +113,8 @@ void WarmUp(LeasedLimiter& limiter, const LeaseHandle& h,
   FAIL() << "the lease of " << key << " did not grow";
 }
 
+// A hot key's lease grows; below the low-water mark a refill is asked for
+// while tokens remain (a prefetch, not a refusal).
 TEST_F(LeasedLimiterTest, HotKeysGrowTheirLeaseAndPrefetch) {
   LeaseOptions lease;
   auto limiter = Make(LimitSpec::TokenBucket(10000, absl::Seconds(1)), lease);
@@ -126,6 +128,7 @@ TEST_F(LeasedLimiterTest, HotKeysGrowTheirLeaseAndPrefetch) {
   ASSERT_GE(info->balance, info->low_water);
   // Spend down to just below the low-water mark: the refill is asked for
   // while tokens remain...
+  const uint64_t requests = limiter->stats().lease_requests;
   int64_t remaining = info->balance;
   while (remaining >= info->low_water) {
     Decision d = limiter->TryAcquire(*h);
@@ -136,9 +139,12 @@ TEST_F(LeasedLimiterTest, HotKeysGrowTheirLeaseAndPrefetch) {
   auto after = limiter->Inspect("p");
   ASSERT_TRUE(after.ok());
   EXPECT_TRUE(after->refill_pending || after->balance > remaining);
-  // ...and lands before the key runs dry (nothing is spent meanwhile).
+  // ...and the refill is added to what is left (the tokens still held stay
+  // spendable: the key was never dry).
   Sync(*limiter);
+  EXPECT_EQ(limiter->stats().lease_requests, requests + 1);
   EXPECT_GT(limiter->Inspect("p")->balance, remaining);
+  EXPECT_TRUE(limiter->Inspect("p")->has_lease);
 }
 
 TEST_F(LeasedLimiterTest, ExpiredLeaseIsReturnedToRedis) {

@@ -1,0 +1,254 @@
+// The reconciler (src/leased/reconciler.h) over a transport that answers
+// when the test says so: flow control (the cap on calls in flight, keys
+// deferred beyond it), ReturnAll waiting for exactly what it must, and Sync.
+// The transport's Flush ends every step, which gives the tests their
+// synchronisation points.
+#include "leased/reconciler.h"
+
+#include <gtest/gtest.h>
+
+#include <condition_variable>
+#include <future>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "leased/lease_book.h"
+#include "leased/lease_transport.h"
+#include "redis/scripts.h"
+#include "tokenlease/clock.h"
+
+namespace tokenlease::internal {
+namespace {
+
+constexpr absl::Duration kBound = absl::Seconds(20);
+
+RedisReply AcquireReply(int64_t granted, int64_t remaining) {
+  RedisReply r;
+  r.type = RedisReply::Type::kArray;
+  for (int64_t v : {granted, remaining, int64_t{0}, int64_t{0},
+                    int64_t{1'767'225'600'000'000}, int64_t{0}}) {
+    RedisReply x;
+    x.type = RedisReply::Type::kInteger;
+    x.integer = v;
+    r.elements.push_back(x);
+  }
+  return r;
+}
+
+RedisReply IntegerReply(int64_t v) {
+  RedisReply r;
+  r.type = RedisReply::Type::kInteger;
+  r.integer = v;
+  return r;
+}
+
+// Holds every submitted call until the test answers it.
+class FakeTransport final : public LeaseTransport {
+ public:
+  struct Call {
+    bool release = false;  // release script (else acquire)
+    int64_t amount = 0;    // acquire: wanted; release: amount (ARGV 3)
+    ReplyCallback done;
+  };
+
+  absl::Status Submit(const LuaScript& script, std::vector<std::string> args,
+                      ReplyCallback done) override {
+    int64_t numkeys = 0, amount = 0;
+    EXPECT_TRUE(absl::SimpleAtoi(args.at(0), &numkeys));
+    EXPECT_TRUE(absl::SimpleAtoi(args.at(numkeys + 3), &amount));
+    std::lock_guard<std::mutex> lock(mu_);
+    pending_.push_back(
+        Call{&script == &kReleaseScript, amount, std::move(done)});
+    ++submitted_;
+    max_pending_ = std::max(max_pending_, pending_.size());
+    return absl::OkStatus();
+  }
+  void Flush() override {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      ++flushes_;
+    }
+    cv_.notify_all();
+  }
+
+  // Waits for `n` more steps to end (each step ends with a Flush).
+  void AwaitSteps(int n) {
+    std::unique_lock<std::mutex> lock(mu_);
+    const uint64_t target = flushes_ + n;
+    ASSERT_TRUE(cv_.wait_for(lock, absl::ToChronoNanoseconds(kBound),
+                             [&] { return flushes_ >= target; }));
+  }
+  // Takes the unanswered calls (waiting until there are at least `n`).
+  std::vector<Call> Take(size_t n) {
+    std::unique_lock<std::mutex> lock(mu_);
+    EXPECT_TRUE(cv_.wait_for(lock, absl::ToChronoNanoseconds(kBound),
+                             [&] { return pending_.size() >= n; }))
+        << pending_.size() << " of " << n;
+    std::vector<Call> out;
+    out.swap(pending_);
+    return out;
+  }
+  uint64_t submitted() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return submitted_;
+  }
+  size_t max_pending() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return max_pending_;
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::vector<Call> pending_;
+  uint64_t flushes_ = 0;
+  uint64_t submitted_ = 0;
+  size_t max_pending_ = 0;
+};
+
+class Keys final : public LeaseRegistry::Owner {
+ public:
+  LeaseEntry* NewEntry(std::string_view name, int64_t) override {
+    return new LeaseEntry(name);
+  }
+  void DeleteEntry(LeaseEntry* e) override { delete e; }
+  bool Reclaimable(LeaseEntry*, int64_t) override { return false; }
+};
+
+class ReconcilerTest : public ::testing::Test {
+ protected:
+  ReconcilerTest()
+      : book_(LimitSpec::TokenBucket(1'000'000, absl::Seconds(1)), Options(),
+              "rt:", "inst", 1),
+        registry_(&keys_, 1 << 20, 64, LeaseRegistry::Growth::kRefusesWhenFull),
+        reconciler_(&book_, &registry_, &transport_, &clock_, Options(),
+                    1 << 12) {
+    reconciler_.Start();
+  }
+  ~ReconcilerTest() override { reconciler_.Stop(absl::ZeroDuration()); }
+
+  static LeaseOptions Options() {
+    LeaseOptions o;
+    o.tick = absl::Milliseconds(1);
+    o.lease_ttl = absl::Hours(1);
+    o.idle_evict = absl::Hours(2);
+    return o;
+  }
+
+  // The decision path's refill request for `key`.
+  LeaseEntry* Ask(const std::string& key) {
+    LeaseEntry* e = registry_.With(key, 0, [](LeaseEntry* x) { return x; });
+    reconciler_.RequestRefill(e);
+    return e;
+  }
+
+  static void Answer(std::vector<FakeTransport::Call>& calls) {
+    for (FakeTransport::Call& c : calls) {
+      c.done(c.release ? IntegerReply(c.amount)
+                       : AcquireReply(c.amount, 100000));
+    }
+  }
+
+  ManualClock clock_;
+  Keys keys_;
+  FakeTransport transport_;
+  LeaseBook book_;
+  LeaseRegistry registry_;
+  Reconciler reconciler_;
+};
+
+// Beyond kMaxCallsInFlight unanswered calls, keys wait (still flagged):
+// their lease requests are built only when there is room.
+TEST_F(ReconcilerTest, CapsCallsInFlightAndDefersKeysBeyondIt) {
+  constexpr int kKeys = 1000;
+  for (int i = 0; i < kKeys; ++i) Ask(absl::StrCat("k", i));
+  std::vector<FakeTransport::Call> first =
+      transport_.Take(Reconciler::kMaxCallsInFlight);
+  transport_.AwaitSteps(3);  // more steps: nothing more may be asked
+  EXPECT_EQ(transport_.submitted(),
+            static_cast<uint64_t>(Reconciler::kMaxCallsInFlight));
+  EXPECT_EQ(book_.stats().lease_requests,
+            static_cast<uint64_t>(Reconciler::kMaxCallsInFlight));
+  Answer(first);
+  uint64_t answered = first.size();
+  while (answered < kKeys) {
+    std::vector<FakeTransport::Call> more = transport_.Take(1);
+    answered += more.size();
+    Answer(more);
+  }
+  ASSERT_TRUE(reconciler_.Sync(kBound).ok());
+  EXPECT_EQ(transport_.submitted(), static_cast<uint64_t>(kKeys));
+  EXPECT_LE(transport_.max_pending(),
+            static_cast<size_t>(Reconciler::kMaxCallsInFlight));
+  EXPECT_EQ(book_.stats().tokens_granted, static_cast<uint64_t>(kKeys));
+}
+
+// A grant asked for before ReturnAll is given back when it arrives, and
+// ReturnAll returns only once that release is answered too.
+TEST_F(ReconcilerTest, ReturnAllWaitsForAGrantGivenBackOnArrival) {
+  LeaseEntry* e = Ask("k");
+  std::vector<FakeTransport::Call> lease = transport_.Take(1);
+  auto returned = std::async(std::launch::async,
+                             [&] { return reconciler_.ReturnAll(kBound); });
+  transport_.AwaitSteps(2);  // the ReturnAll step ran: nothing to return yet
+  Answer(lease);             // the grant lands...
+  std::vector<FakeTransport::Call> release = transport_.Take(1);
+  ASSERT_EQ(release.size(), 1u);
+  EXPECT_TRUE(release[0].release);  // ...and goes back at once
+  EXPECT_EQ(e->balance.load(), 0);
+  transport_.AwaitSteps(3);
+  EXPECT_EQ(returned.wait_for(std::chrono::seconds(0)),
+            std::future_status::timeout)
+      << "ReturnAll returned before the release was answered";
+  Answer(release);
+  EXPECT_TRUE(returned.get().ok());
+  EXPECT_EQ(book_.stats().tokens_returned, book_.stats().tokens_granted);
+}
+
+// While returning everything, keys still waiting for room get no lease.
+TEST_F(ReconcilerTest, ReturnAllDeclinesKeysWaitingForRoom) {
+  constexpr int kKeys = 600;
+  for (int i = 0; i < kKeys; ++i) Ask(absl::StrCat("k", i));
+  std::vector<FakeTransport::Call> leases =
+      transport_.Take(Reconciler::kMaxCallsInFlight);
+  auto returned = std::async(std::launch::async,
+                             [&] { return reconciler_.ReturnAll(kBound); });
+  transport_.AwaitSteps(2);
+  Answer(leases);  // granted, then given back on arrival
+  std::vector<FakeTransport::Call> releases =
+      transport_.Take(Reconciler::kMaxCallsInFlight);
+  for (const FakeTransport::Call& c : releases) EXPECT_TRUE(c.release);
+  Answer(releases);
+  ASSERT_TRUE(returned.get().ok());
+  EXPECT_EQ(book_.stats().lease_requests,
+            static_cast<uint64_t>(Reconciler::kMaxCallsInFlight));
+  EXPECT_EQ(book_.stats().tokens_returned, book_.stats().tokens_granted);
+}
+
+TEST_F(ReconcilerTest, SyncReturnsOnlyOnceTheAnswersAreApplied) {
+  LeaseEntry* e = Ask("k");
+  std::vector<FakeTransport::Call> lease = transport_.Take(1);
+  auto synced =
+      std::async(std::launch::async, [&] { return reconciler_.Sync(kBound); });
+  transport_.AwaitSteps(3);
+  EXPECT_EQ(synced.wait_for(std::chrono::seconds(0)),
+            std::future_status::timeout);
+  Answer(lease);
+  EXPECT_TRUE(synced.get().ok());
+  EXPECT_EQ(e->balance.load(), 1);  // applied before Sync returned
+  // Nothing pending: Sync returns after one step.
+  EXPECT_TRUE(reconciler_.Sync(kBound).ok());
+  // A deadline while a call is unanswered.
+  Ask("other");
+  std::vector<FakeTransport::Call> other = transport_.Take(1);
+  EXPECT_EQ(reconciler_.Sync(absl::Milliseconds(20)).code(),
+            absl::StatusCode::kDeadlineExceeded);
+  Answer(other);
+}
+
+}  // namespace
+}  // namespace tokenlease::internal
