@@ -13,18 +13,30 @@
 // Prints, per caller count: throughput and p50/p99 latency of each mode and
 // the ratio direct/naive. Start a private redis-server first
 // (bench/run_direct.sh does).
+//
+// --batch: instead, the Redis CPU per item of batch.lua (INFO commandstats
+// usec of EVALSHA / items) for batches of 1, 8, 32 and kMaxBatchItems
+// acquire items (new keys, existing keys), charge items and release items,
+// next to one acquire.lua / release.lua call per key on the same kind of
+// keys, and the floor (kFloorScript: an item's GET, SET and reply without
+// its logic), in one session; --seconds per case (default 1), in 10 slices
+// interleaved with the other sizes, of which the lowest usec per call
+// counts (the machine's other load only adds).
 #include <hiredis/hiredis.h>
 
 #include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "redis/endpoint.h"
@@ -86,15 +98,240 @@ RunResult Drive(int callers, double seconds, Call call) {
   return r;
 }
 
+// --batch ------------------------------------------------------------------
+
+// One command on `c`; the reply's type, or -1 if there was none.
+int Command(redisContext* c, const std::vector<std::string>& args) {
+  std::vector<const char*> argv;
+  std::vector<size_t> lens;
+  for (const std::string& a : args) {
+    argv.push_back(a.data());
+    lens.push_back(a.size());
+  }
+  auto* r = static_cast<redisReply*>(redisCommandArgv(
+      c, static_cast<int>(argv.size()), argv.data(), lens.data()));
+  if (r == nullptr) return -1;
+  const int type = r->type;
+  if (type == REDIS_REPLY_ERROR) std::fprintf(stderr, "error: %s\n", r->str);
+  freeReplyObject(r);
+  return type;
+}
+
+// EVALSHA calls and their total usec since the last CONFIG RESETSTAT.
+std::optional<std::pair<int64_t, int64_t>> EvalshaStats(redisContext* c) {
+  auto* r =
+      static_cast<redisReply*>(redisCommand(c, "INFO %s", "commandstats"));
+  if (r == nullptr || r->type != REDIS_REPLY_STRING) {
+    if (r) freeReplyObject(r);
+    return std::nullopt;
+  }
+  const std::string info(r->str, r->len);
+  freeReplyObject(r);
+  const size_t at = info.find("cmdstat_evalsha:calls=");
+  if (at == std::string::npos) return std::nullopt;
+  long long calls = 0, usec = 0;
+  if (std::sscanf(info.c_str() + at, "cmdstat_evalsha:calls=%lld,usec=%lld",
+                  &calls, &usec) != 2) {
+    return std::nullopt;
+  }
+  return std::make_pair(static_cast<int64_t>(calls),
+                        static_cast<int64_t>(usec));
+}
+
+// The Redis work of an acquire item without any of its logic: GET and parse
+// the state, format it and SET it with a TTL, a reply of 6 integers.
+constexpr char kFloorScript[] = R"lua(
+local out = {}
+for j = 1, #KEYS do
+  local key = KEYS[j]
+  local t, f, l = string.match(redis.pcall('GET', key), '^(%S+) (%S+) ?(%S*)$')
+  redis.call('SET', key, string.format('%d %d %d', tonumber(t) + 1,
+             tonumber(f), tonumber(l)), 'PX', 600000)
+  out[j] = {1, 0, 0, 1, 2, 0}
+end
+return out
+)lua";
+
+int RunBatchBench(redisContext* c, double seconds) {
+  namespace ti = tokenlease::internal;
+  // Every item writes: a bucket with room for every token of the run (1
+  // token = 1 us of debt), at one explicit now, so keys keep their state
+  // (TTL: reset + 10 min) and releases credit it back.
+  const tokenlease::LimitSpec spec = tokenlease::LimitSpec::TokenBucket(
+      1'000'000, absl::Seconds(1), 1'000'000'000);
+  const int64_t now_us =
+      std::chrono::duration_cast<std::chrono::microseconds>(
+          std::chrono::system_clock::now().time_since_epoch())
+          .count();
+  constexpr int kExisting = 4096;  // names cycled through by "existing"
+  for (std::string_view body :
+       {ti::lua::kAcquireScript, ti::lua::kReleaseScript,
+        ti::lua::kBatchScript}) {
+    if (Command(c, {"SCRIPT", "LOAD", std::string(body)}) !=
+        REDIS_REPLY_STRING) {
+      return 1;
+    }
+  }
+  std::string floor_sha;
+  {
+    auto* r = static_cast<redisReply*>(
+        redisCommand(c, "SCRIPT LOAD %s", kFloorScript));
+    if (r == nullptr || r->type != REDIS_REPLY_STRING) return 1;
+    floor_sha.assign(r->str, r->len);
+    freeReplyObject(r);
+  }
+  if (Command(c, {"FLUSHALL"}) != REDIS_REPLY_STATUS) return 1;
+
+  enum class Kind { kAcquireNew, kAcquireExisting, kCharge, kRelease };
+  const char* kind_names[] = {"acquire, new keys", "acquire, existing keys",
+                              "charge, existing keys",
+                              "release, existing keys"};
+  int64_t serial = 0;  // new names and lease ids
+  // The `i`th item of `kind`.
+  auto make_item = [&](Kind kind, int64_t i) {
+    ti::BatchItem item;
+    item.name = kind == Kind::kAcquireNew ? absl::StrCat("new", serial++)
+                                          : absl::StrCat("u", i % kExisting);
+    item.op = kind == Kind::kCharge    ? ti::BatchItem::Op::kCharge
+              : kind == Kind::kRelease ? ti::BatchItem::Op::kRelease
+                                       : ti::BatchItem::Op::kAcquire;
+    item.wanted = 1;
+    item.minimum = 1;
+    item.amount = 1;
+    item.granted_at_us = now_us;
+    item.lease_id = absl::StrCat("l", serial++);
+    return item;
+  };
+  // The EVALSHA of one call of `size` items (0: one single-script call;
+  // -1: the floor script on kMaxBatchItems keys).
+  auto make_call = [&](Kind kind, const std::string& prefix, int size,
+                       int64_t& i) {
+    std::vector<std::string> cmd = {"EVALSHA"};
+    if (size == 0) {
+      const ti::BatchItem item = make_item(kind, i++);
+      if (kind == Kind::kRelease) {
+        cmd.push_back(std::string(ti::lua::kReleaseSha1));
+        const auto args = ti::ReleaseArguments(
+            spec, prefix, item.name,
+            ti::ReleaseArgs{item.amount, item.lease_id, now_us, now_us});
+        cmd.insert(cmd.end(), args.begin(), args.end());
+      } else {
+        ti::AcquireArgs a;
+        a.wanted = 1;
+        a.minimum = 1;
+        a.charge = kind == Kind::kCharge;
+        a.now_us = now_us;
+        cmd.push_back(std::string(ti::lua::kAcquireSha1));
+        const auto args = ti::AcquireArguments(spec, prefix, item.name, a);
+        cmd.insert(cmd.end(), args.begin(), args.end());
+      }
+      return cmd;
+    }
+    std::vector<ti::BatchItem> items;
+    const int n = size < 0 ? ti::kMaxBatchItems : size;
+    for (int k = 0; k < n; ++k) items.push_back(make_item(kind, i++));
+    cmd.push_back(size < 0 ? floor_sha : std::string(ti::lua::kBatchSha1));
+    const auto args = ti::BatchArguments(spec, prefix, items, now_us);
+    cmd.insert(cmd.end(), args.begin(), args.end());
+    return cmd;
+  };
+
+  std::printf(
+      "# direct_bench --batch: Redis CPU (INFO commandstats) per item; "
+      "%.1f s per case in 10 slices interleaved with the other sizes, the "
+      "best slice's usec_per_call\n",
+      seconds);
+  std::printf("# spec %s, explicit now, %d existing keys\n",
+              tokenlease::DescribeSpec(spec).c_str(), kExisting);
+  std::printf("%-24s %6s %8s %14s %14s %10s\n", "items", "batch", "calls",
+              "usec_per_call", "usec_per_item", "vs_single");
+  const std::vector<int> batch_sizes = {0, 1, 8, 32, ti::kMaxBatchItems};
+  constexpr int kSlices = 10;  // per case, interleaved; the best one counts
+  for (Kind kind : {Kind::kAcquireNew, Kind::kAcquireExisting, Kind::kCharge,
+                    Kind::kRelease}) {
+    // Existing keys: also the floor, what no item can cost less than.
+    std::vector<int> sizes = batch_sizes;
+    if (kind == Kind::kAcquireExisting) sizes.push_back(-1);
+    std::vector<std::string> prefixes;
+    std::vector<int64_t> next(sizes.size(), 0);  // item index per size
+    for (int size : sizes) {
+      const std::string prefix =
+          absl::StrCat("bench:", static_cast<int>(kind), ":", size, ":");
+      prefixes.push_back(prefix);
+      if (kind == Kind::kAcquireNew) continue;
+      // Every existing key in debt by 1000 tokens (releases credit it).
+      for (int64_t k = 0; k < kExisting; k += ti::kMaxBatchItems) {
+        std::vector<ti::BatchItem> items;
+        for (int64_t n = k; n < k + ti::kMaxBatchItems; ++n) {
+          items.push_back(make_item(Kind::kAcquireExisting, n));
+          items.back().wanted = items.back().minimum = 1000;
+        }
+        std::vector<std::string> warm = {"EVALSHA",
+                                         std::string(ti::lua::kBatchSha1)};
+        const auto args = ti::BatchArguments(spec, prefix, items, now_us);
+        warm.insert(warm.end(), args.begin(), args.end());
+        if (Command(c, warm) != REDIS_REPLY_ARRAY) return 1;
+      }
+    }
+    // Slices of every size in turn (a busy machine disturbs them alike);
+    // per size, the slice with the lowest usec per call.
+    std::vector<double> best(sizes.size(), 1e300);
+    std::vector<int64_t> calls(sizes.size(), 0);
+    for (int slice = 0; slice < kSlices; ++slice) {
+      for (size_t z = 0; z < sizes.size(); ++z) {
+        if (Command(c, {"CONFIG", "RESETSTAT"}) != REDIS_REPLY_STATUS) {
+          return 1;
+        }
+        const auto start = Clock::now();
+        int64_t n = 0;
+        while (std::chrono::duration<double>(Clock::now() - start).count() <
+               seconds / kSlices) {
+          const int type =
+              Command(c, make_call(kind, prefixes[z], sizes[z], next[z]));
+          if (type != REDIS_REPLY_ARRAY && type != REDIS_REPLY_INTEGER) {
+            return 1;
+          }
+          ++n;
+        }
+        const auto stats = EvalshaStats(c);
+        if (!stats || stats->first != n) {
+          std::fprintf(stderr, "INFO commandstats did not count the calls\n");
+          return 1;
+        }
+        best[z] = std::min(best[z], static_cast<double>(stats->second) /
+                                        static_cast<double>(n));
+        calls[z] += n;
+      }
+    }
+    for (size_t z = 0; z < sizes.size(); ++z) {
+      const int items = sizes[z] < 0 ? ti::kMaxBatchItems : sizes[z];
+      const double per_item = best[z] / std::max(items, 1);
+      const std::string batch = sizes[z] == 0  ? std::string("single")
+                                : sizes[z] < 0 ? std::string("floor")
+                                               : absl::StrCat(sizes[z]);
+      std::printf("%-24s %6s %8lld %14.2f %14.2f %9.2fx\n",
+                  kind_names[static_cast<int>(kind)], batch.c_str(),
+                  static_cast<long long>(calls[z]), best[z], per_item,
+                  per_item / best[0]);
+    }
+    std::fflush(stdout);
+  }
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   std::string url = "redis://127.0.0.1:6379";
   std::vector<int> callers = {1, 8, 64};
   double seconds = 3;
+  bool batch = false;
+  bool seconds_given = false;
   for (int i = 1; i < argc; ++i) {
     absl::string_view a = argv[i];
-    if (absl::ConsumePrefix(&a, "--url=")) {
+    if (a == "--batch") {
+      batch = true;
+    } else if (absl::ConsumePrefix(&a, "--url=")) {
       url = std::string(a);
     } else if (absl::ConsumePrefix(&a, "--callers=")) {
       callers.clear();
@@ -112,10 +349,11 @@ int main(int argc, char** argv) {
         std::fprintf(stderr, "bad --seconds\n");
         return 2;
       }
+      seconds_given = true;
     } else {
       std::fprintf(stderr,
                    "usage: direct_bench --url=redis://HOST:PORT "
-                   "[--callers=1,8,64] [--seconds=3]\n");
+                   "[--callers=1,8,64] [--seconds=3] [--batch]\n");
       return 2;
     }
   }
@@ -124,6 +362,17 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "need a redis://host:port url: %s\n",
                  ep.status().ToString().c_str());
     return 2;
+  }
+
+  if (batch) {
+    redisContext* c = redisConnect(ep->host.c_str(), ep->port);
+    if (c == nullptr || c->err) {
+      std::fprintf(stderr, "connect failed\n");
+      return 1;
+    }
+    const int rc = RunBatchBench(c, seconds_given ? seconds : 1.0);
+    redisFree(c);
+    return rc;
   }
 
   // A limit that admits everything: both modes run the same script work.

@@ -1,7 +1,7 @@
--- lib/args.lua: what acquire.lua and release.lua have in common up to and
--- around their arguments, in parts (`--@include lib/args.lua <part>`). The
--- error replies start with the script's ERR ('ERR tokenlease acquire: ')
--- and are built only on errors.
+-- lib/args.lua: what acquire.lua, release.lua and batch.lua have in common
+-- up to and around their arguments, in parts (`--@include lib/args.lua
+-- <part>`). The error replies start with the script's ERR ('ERR tokenlease
+-- acquire: ') and are built only on errors.
 
 --@part head
 -- Globals used on every call, as locals.
@@ -44,8 +44,8 @@ local MARGIN_MS = explicit_now >= 0 and 600000 or 1000
 
 --@part band_count
 -- The last two arguments before the bands, max_borrow_us and the band
--- count n (at ARGV[N_ARG]), and the argument count: 9 fields per band
--- follow n, band i's at A[N_ARG + 9 * (i - 1) + 1 .. + 9].
+-- count n (at ARGV[N_ARG]); 9 fields per band follow n, band i's at
+-- A[N_ARG + 9 * (i - 1) + 1 .. + 9].
 v = A[N_ARG - 1]
 local max_borrow = v == '0' and 0 or int_arg(v, 0, 31622400000000)
 if not max_borrow then return {err = ERR .. 'max_borrow_us is ' .. tostring(v) ..
@@ -54,6 +54,9 @@ v = A[N_ARG]
 local nb = v == '1' and 1 or int_arg(v, 1, 4)
 if not nb then return {err = ERR .. 'band count is ' .. tostring(v) ..
       '; it must be an integer in [1, 4]'} end
+
+--@part arg_count
+-- The argument count of acquire.lua and release.lua: the bands are last.
 if #A ~= N_ARG + 9 * nb then
   return {err = ERR .. 'expected ' .. (N_ARG + 9 * nb) .. ' arguments for ' ..
           nb .. ' bands, got ' .. #A}

@@ -1,5 +1,6 @@
--- lib/arith.lua, in acquire.lua and release.lua: exact integer arithmetic
--- on doubles (Lua numbers are doubles; integers are exact below 2^53).
+-- lib/arith.lua, in acquire.lua, release.lua and batch.lua: exact integer
+-- arithmetic on doubles (Lua numbers are doubles; integers are exact below
+-- 2^53).
 
 -- floor(a * b / c) and the remainder, exact for integers 0 <= a < 2^53,
 -- 0 <= b < 2^52, 1 <= c < 2^51 whose quotient is below 2^53.

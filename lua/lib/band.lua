@@ -1,5 +1,5 @@
--- lib/band.lua, in acquire.lua and release.lua inside their loop over the
--- bands (for i = 1, nb): band i's 9 arguments A[base + 1 .. base + 9],
+-- lib/band.lua, in acquire.lua, release.lua and batch.lua inside their loop
+-- over the bands (for i = 1, nb): band i's 9 arguments A[base + 1 .. base + 9],
 -- validated in order (the first bad one is the error reply), and its keys:
 -- key = KEYS[k] (+ meta = KEYS[k + 1] for a sliding log; k is advanced).
 -- Sets kind: 'gcra' (smooth token bucket or GCRA), 'step' (stepwise token

@@ -1,6 +1,6 @@
--- lib/log.lua: sliding-log code of acquire.lua and release.lua, in parts
--- (`--@include lib/log.lua <part>`), made only when a sliding_log band is
--- present. They use the script's locals smatch, sformat, tonumber, rcall,
+-- lib/log.lua: sliding-log code of acquire.lua, release.lua and batch.lua,
+-- in parts (`--@include lib/log.lua <part>`), made only when a sliding_log
+-- band is present. They use the script's locals smatch, sformat, tonumber, rcall,
 -- muldiv, dceil, now and MARGIN_MS.
 
 --@part helpers

@@ -1,14 +1,15 @@
--- lib/state.lua: a band's state in Redis, as acquire.lua and release.lua
--- read, bring up to date and write it, in parts (`--@include lib/state.lua
--- <part>`). They use the script's locals rcall, rpcall, smatch, sformat,
--- tonumber, dceil, dfloor, muldiv, now and MARGIN_MS.
+-- lib/state.lua: a band's state in Redis, as acquire.lua, release.lua and
+-- batch.lua read, bring up to date and write it, in parts (`--@include
+-- lib/state.lua <part>`). They use the script's locals rcall, rpcall,
+-- smatch, sformat, tonumber, dceil, dfloor, muldiv, now, MARGIN_MS, ERR and
+-- STRICT.
 
 --@part read
 -- The string state "n1 n2 [n3]" of `key` in x, y, z (nil if the key does
--- not exist). The usual layout takes one string.match; anything else is
--- split on whitespace as before. A key of another type returns the
--- WRONGTYPE error reply (from the script, or from the function this is in:
--- its caller returns the reply).
+-- not exist); str is the value. The usual layout takes one string.match;
+-- anything else is split on whitespace as before (unless STRICT). A key of
+-- another type returns the WRONGTYPE error reply (from the script, or from
+-- the function this is in: its caller returns the reply).
 local x, y, z
 local str = rpcall('GET', key)
 if str then
@@ -25,11 +26,27 @@ if str then
       if z == nil then x = nil end
     end
   end
-  if not (x and y) then
+  if not (x and y or STRICT) then  -- STRICT: see the part strict
     local out = {}
     for w in string.gmatch(str, '%S+') do out[#out + 1] = tonumber(w) end
     x, y, z = out[1], out[2], out[3]
   end
+end
+
+--@part strict
+-- After the part read, for band b (`key` is its state key, or a log's meta
+-- key). STRICT (batch.lua; false in acquire.lua and release.lua, which take
+-- an unreadable value as no state, and may fail on a half-readable one
+-- only after writing): a value that is not a state a tokenlease band of
+-- b's kind stores, two or three numbers below 2^53 in magnitude (a sliding
+-- counter's three), is the error reply, before anything is written.
+if STRICT and str and not (x and y and
+    x > -9007199254740992 and x < 9007199254740992 and
+    y > -9007199254740992 and y < 9007199254740992 and
+    (z == nil and b.kind ~= 'counter' or
+     z and z > -9007199254740992 and z < 9007199254740992)) then
+  return {err = ERR .. 'key \'' .. key .. '\' holds \'' .. string.sub(str, 1, 64) ..
+          '\', not a tokenlease state; delete or rename it'}
 end
 
 --@part wrongtype

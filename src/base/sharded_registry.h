@@ -1,13 +1,25 @@
 // src/base: the synchronisation primitives every mode shares (spin locks
 // with RAII guards and thread-safety annotations, the bounded MPSC queue,
-// the notification) and the key registry both the local and the leased
-// limiter keep their keys in. Depends on Abseil only.
+// the notification, epoch-based reclamation) and the key registry both the
+// local and the leased limiter keep their keys in. Depends on Abseil only.
 //
-// ShardedRegistry: a concurrent map from key name to Entry. Power-of-two
-// shards, each cache-line aligned with a reader-writer spin lock over an
-// absl::flat_hash_map (the key is a view of the entry's own name, hashed
-// once per lookup), an exact bound on the number of keys, and reclamation
-// of the entries their owner says can go.
+// ShardedRegistry: a concurrent map from key name to Entry whose lookups
+// take no lock and no locked instruction. Power-of-two shards, each an
+// open-addressing table of (hash tag, Entry*) slots that readers probe with
+// plain atomic loads inside an EpochGuard (epoch.h); inserts, removals and
+// table growth take the shard's writer spin lock, which readers never wait
+// for. An entry or table that a writer unlinks is freed only after every
+// reader that could still hold it has left (epoch-based reclamation), so a
+// lookup's entry stays valid for the whole of its callback.
+//
+// Removing an entry while readers may still use it needs the owner's help:
+// TryRetire marks the entry dead atomically with its check that the entry
+// is reclaimable (e.g. the state cell is replaced by a "dead" value with a
+// compare-and-swap), so a decision racing with the removal fails its own
+// compare-and-swap, sees the entry dead and looks the key up again. A
+// handle's pin taken during that race is caught by the registry's re-check
+// of the pins after TryRetire (both are full barriers, so one of the two
+// sides sees the other), which then calls Revive.
 #ifndef TOKENLEASE_SRC_BASE_SHARDED_REGISTRY_H_
 #define TOKENLEASE_SRC_BASE_SHARDED_REGISTRY_H_
 
@@ -15,26 +27,26 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 #include <memory>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
-#include "absl/container/flat_hash_map.h"
 #include "absl/functional/function_ref.h"
 #include "absl/hash/hash.h"
 #include "base/absl_view.h"
-#include "base/rw_spin_lock.h"
+#include "base/epoch.h"
+#include "base/spin_lock.h"
 
 namespace tokenlease::internal {
 
 // Entry must provide `std::string_view name() const`, stable while the
-// entry is registered (the map's key is a view of it), and
-// `std::atomic<uint32_t> pins`, the handles holding it: pinned entries are
-// never reclaimed. A handle increments pins under the shard lock (relaxed:
-// the lock orders it against reclamation) and decrements it with release;
-// reclamation loads it with acquire, so every use through a handle happens
-// before the entry is freed.
+// entry lives, and `std::atomic<uint32_t> pins`: the handles holding it. A
+// handle increments pins inside a lookup (seq_cst: see Resolve in the
+// owners) and decrements it with release; reclamation skips pinned entries.
 template <typename Entry>
 class ShardedRegistry {
  public:
@@ -42,20 +54,27 @@ class ShardedRegistry {
   class Owner {
    public:
     virtual ~Owner() = default;
-    // A new entry for `name` (first seen at `now_ns`); never null.
+    // A new entry for `name` (first seen at `now_ns`); never null. Called
+    // without any lock held.
     virtual Entry* NewEntry(std::string_view name, int64_t now_ns) = 0;
+    // Frees `e`: no reader can reach it any more.
     virtual void DeleteEntry(Entry* e) = 0;
-    // True if the unpinned entry `e` can be dropped now. Called under its
-    // shard's writer lock, so no lookup by name is using it.
-    virtual bool Reclaimable(Entry* e, int64_t now_ns) = 0;
+    // If the unpinned entry `e` can be dropped now without changing any
+    // decision, marks it dead (atomically with that check, so that a
+    // racing decision sees the mark and looks the key up again) and returns
+    // true. Called under its shard's writer lock, on the thread that called
+    // Reclaim (or, with Growth::kReclaims, an inserting thread).
+    virtual bool TryRetire(Entry* e, int64_t now_ns) = 0;
+    // Undoes TryRetire: a handle pinned the entry meanwhile.
+    virtual void Revive(Entry* e) = 0;
   };
 
   // When entries are reclaimed without an explicit Reclaim() call.
   enum class Growth : uint8_t {
     // A shard reclaims idle entries when it has doubled since its last
     // sweep (amortised O(1) per insert), and a new key that finds the
-    // registry full reclaims before it is refused. Reclaimable() then runs
-    // on the inserting thread.
+    // registry full reclaims before it is refused: TryRetire then runs on
+    // the inserting thread.
     kReclaims,
     // Only Reclaim() reclaims (the owner's state is single-threaded); a new
     // key that finds the registry full is refused at once.
@@ -70,75 +89,106 @@ class ShardedRegistry {
         shard_mask_(static_cast<size_t>(std::max(shards, 1)) - 1),
         shards_(std::make_unique<Shard[]>(shard_mask_ + 1)) {}
 
-  // Deletes every entry. No other thread may use the registry any more.
+  // Deletes every entry, live or retired. No other thread may use the
+  // registry any more.
   ~ShardedRegistry() {
     for (size_t i = 0; i <= shard_mask_; ++i) {
-      WriterLock lock(&shards_[i].mu);
-      for (auto& [name, entry] : shards_[i].map) owner_->DeleteEntry(entry);
-      shards_[i].map.clear();
+      Shard& shard = shards_[i];
+      SpinLockGuard lock(&shard.writer);
+      Table* t = shard.table.load(std::memory_order_relaxed);
+      if (t != nullptr) {
+        for (size_t j = 0; j <= t->mask; ++j) {
+          const uint64_t w = t->slots[j].load(std::memory_order_relaxed);
+          if (IsLive(w)) owner_->DeleteEntry(EntryOf(w));
+        }
+        delete t;
+      }
+      for (auto& [epoch, e] : shard.retired_entries) owner_->DeleteEntry(e);
+      for (auto& [epoch, old] : shard.retired_tables) delete old;
     }
   }
   ShardedRegistry(const ShardedRegistry&) = delete;
   ShardedRegistry& operator=(const ShardedRegistry&) = delete;
 
-  // Calls fn(entry) for `name`, creating the entry if needed, while holding
-  // the shard's lock (a reader lock when the key exists), so the entry
-  // cannot be reclaimed during fn; returns fn's result. Calls fn(nullptr)
+  // Calls fn(entry) for `name`, creating the entry if needed, and returns
+  // fn's result. The entry cannot be freed during fn (it runs inside an
+  // EpochGuard), but it may be retired meanwhile: the owner's decision
+  // path detects its own dead mark and calls With again. Calls fn(nullptr)
   // if the key is new and the registry is full (after reclaiming, with
-  // Growth::kReclaims).
+  // Growth::kReclaims). A lookup of an existing key takes no lock and no
+  // locked instruction.
   template <typename Fn>
   auto With(std::string_view name, int64_t now_ns, Fn&& fn) {
     const size_t hash = HashName(name);
     Shard& shard = ShardOf(hash);
-    {
-      ReaderLock lock(&shard.mu);
-      auto it = shard.map.find(HashedName{name, hash});
-      if (it != shard.map.end()) return fn(it->second);
-    }
-    bool retried = false;
-    for (;;) {
-      {
-        WriterLock lock(&shard.mu);
-        Entry* e = FindOrInsertLocked(shard, name, hash, now_ns);
-        if (e != nullptr || retried || growth_ == Growth::kRefusesWhenFull) {
-          return fn(e);
-        }
-      }
-      // Full: reclaim across all shards (holding no shard lock), then try
-      // once more.
+    EpochGuard guard;
+    if (Entry* e = Lookup(shard, name, hash)) return fn(e);
+    Entry* e = Insert(shard, name, hash, now_ns);
+    if (e == nullptr && growth_ == Growth::kReclaims) {
+      // Full: reclaim across all shards, then try once more.
       Reclaim(now_ns);
-      retried = true;
+      e = Insert(shard, name, hash, now_ns);
     }
+    return fn(e);
   }
 
-  // Calls fn(entry), or fn(nullptr) if `name` is not registered, under the
-  // shard's reader lock. Never creates.
+  // Calls fn(entry), or fn(nullptr) if `name` is not registered, inside an
+  // EpochGuard. Never creates; takes no lock.
   template <typename Fn>
   auto Find(std::string_view name, Fn&& fn) {
     const size_t hash = HashName(name);
-    Shard& shard = ShardOf(hash);
-    ReaderLock lock(&shard.mu);
-    auto it = shard.map.find(HashedName{name, hash});
-    return fn(it == shard.map.end() ? nullptr : it->second);
+    EpochGuard guard;
+    return fn(Lookup(ShardOf(hash), name, hash));
   }
 
-  // Calls fn(entry) for every entry, one reader-locked shard at a time.
+  // Calls fn(entry) for every registered entry (an entry retired during the
+  // walk may or may not be visited), inside an EpochGuard.
   void ForEach(absl::FunctionRef<void(Entry*)> fn) {
+    EpochGuard guard;
     for (size_t i = 0; i <= shard_mask_; ++i) {
-      ReaderLock lock(&shards_[i].mu);
-      for (auto& [name, entry] : shards_[i].map) fn(entry);
+      Table* t = shards_[i].table.load(std::memory_order_acquire);
+      if (t == nullptr) continue;
+      for (size_t j = 0; j <= t->mask; ++j) {
+        // Acquire: the entry's construction happens before.
+        const uint64_t w = t->slots[j].load(std::memory_order_acquire);
+        if (IsLive(w)) fn(EntryOf(w));
+      }
     }
   }
 
-  // Drops every unpinned entry the owner calls reclaimable; returns how
-  // many.
+  // Retires every unpinned entry the owner can drop (TryRetire), and frees
+  // what earlier calls retired once no reader can hold it; returns how many
+  // entries were retired now.
   int64_t Reclaim(int64_t now_ns) {
     int64_t removed = 0;
     for (size_t i = 0; i <= shard_mask_; ++i) {
-      WriterLock lock(&shards_[i].mu);
+      SpinLockGuard lock(&shards_[i].writer);
       removed += ReclaimLocked(shards_[i], now_ns);
     }
+    FreeRetired();
     return removed;
+  }
+
+  // Frees the tables, and with `entries` the entries, retired at least
+  // kEpochGrace epochs ago, advancing the epoch if it can (a membarrier
+  // system call, see epoch.h). Reclaim calls it; so does an insert that
+  // grew a table or swept a shard (entries only with Growth::kReclaims:
+  // otherwise the owner's DeleteEntry belongs to the thread that calls
+  // Reclaim).
+  void FreeRetired(bool entries = true) {
+    const uint64_t now = EpochTryAdvance();
+    for (size_t i = 0; i <= shard_mask_; ++i) {
+      Shard& shard = shards_[i];
+      std::vector<Entry*> free_entries;
+      std::vector<Table*> free_tables;
+      {
+        SpinLockGuard lock(&shard.writer);
+        if (entries) TakeExpired(shard.retired_entries, now, free_entries);
+        TakeExpired(shard.retired_tables, now, free_tables);
+      }
+      for (Entry* e : free_entries) owner_->DeleteEntry(e);
+      for (Table* t : free_tables) delete t;
+    }
   }
 
   // Keys registered now.
@@ -149,84 +199,220 @@ class ShardedRegistry {
   int64_t max_keys() const { return max_keys_; }
 
  private:
-  struct HashedName {
-    std::string_view name;
-    size_t hash;
+  // One slot, one word: the entry's address in the low 48 bits (x86-64
+  // user-space addresses fit: Pack checks) and 16 bits of its hash above
+  // them, so that most mismatches read no entry. 0: never used;
+  // kTombstone: removed.
+  using Slot = std::atomic<uint64_t>;
+  static constexpr uint64_t kTombstone = 1;
+  static constexpr uint64_t kAddressMask = (uint64_t{1} << 48) - 1;
+  struct Table {
+    explicit Table(size_t capacity)
+        : mask(capacity - 1), slots(std::make_unique<Slot[]>(capacity)) {}
+    const size_t mask;
+    std::unique_ptr<Slot[]> slots;  // value-initialised: all 0
   };
+  struct alignas(64) Shard {
+    // Readers: acquire loads; writers: under `writer`.
+    std::atomic<Table*> table{nullptr};
+    SpinLock writer;
+    size_t live ABSL_GUARDED_BY(writer) = 0;  // entries in `table`
+    size_t used ABSL_GUARDED_BY(writer) = 0;  // live + tombstones
+    // Growth::kReclaims: sweep when the shard grows past this many keys.
+    size_t next_sweep ABSL_GUARDED_BY(writer) = 64;
+    std::vector<std::pair<uint64_t, Entry*>> retired_entries
+        ABSL_GUARDED_BY(writer);
+    std::vector<std::pair<uint64_t, Table*>> retired_tables
+        ABSL_GUARDED_BY(writer);
+  };
+
+  static uint64_t TagOf(size_t hash) { return ((hash >> 32) & 0xffff) << 48; }
+  static uint64_t Pack(Entry* e, size_t hash) {
+    const uint64_t address = reinterpret_cast<uintptr_t>(e);
+    if ((address & ~kAddressMask) != 0) [[unlikely]] {
+      std::fprintf(stderr,
+                   "tokenlease: a key entry was allocated above 2^48 "
+                   "(%p); the registry needs 48-bit addresses\n",
+                   static_cast<void*>(e));
+      std::abort();
+    }
+    return address | TagOf(hash);
+  }
+  static Entry* EntryOf(uint64_t word) {
+    return reinterpret_cast<Entry*>(word & kAddressMask);
+  }
+  static bool IsLive(uint64_t word) { return word > kTombstone; }
+
   // absl's hash of absl::string_view: in Debian's Abseil build it is not
   // std::string_view, whose absl::Hash falls back to the slower std::hash.
   static size_t HashName(std::string_view s) {
     return absl::Hash<absl::string_view>{}(AbslView(s));
   }
-  struct NameHash {
-    using is_transparent = void;
-    size_t operator()(std::string_view s) const { return HashName(s); }
-    size_t operator()(const HashedName& h) const { return h.hash; }
-  };
-  struct NameEq {
-    using is_transparent = void;
-    static std::string_view View(std::string_view s) { return s; }
-    static std::string_view View(const HashedName& h) { return h.name; }
-    template <typename A, typename B>
-    bool operator()(const A& a, const B& b) const {
-      return View(a) == View(b);
+  // The high bits pick the shard; the low bits the slot.
+  Shard& ShardOf(size_t hash) { return shards_[(hash >> 52) & shard_mask_]; }
+
+  // Readers, inside an EpochGuard.
+  static Entry* Lookup(Shard& shard, std::string_view name, size_t hash) {
+    // Acquire: the table's slots as published.
+    const Table* t = shard.table.load(std::memory_order_acquire);
+    if (t == nullptr) return nullptr;
+    const uint64_t tag = TagOf(hash);
+    for (size_t i = hash & t->mask, n = 0; n <= t->mask;
+         i = (i + 1) & t->mask, ++n) {
+      // Acquire: the entry's construction happens before.
+      const uint64_t w = t->slots[i].load(std::memory_order_acquire);
+      if (w == 0) return nullptr;
+      if ((w & ~kAddressMask) == tag && w != kTombstone) {
+        Entry* e = EntryOf(w);
+        if (e->name() == name) return e;
+      }
     }
-  };
-  using Map = absl::flat_hash_map<std::string_view, Entry*, NameHash, NameEq>;
-  struct alignas(64) Shard {
-    RwSpinLock mu;
-    Map map ABSL_GUARDED_BY(mu);
-    // Growth::kReclaims: sweep when the shard grows past this many keys.
-    size_t next_sweep ABSL_GUARDED_BY(mu) = 64;
-  };
+    return nullptr;
+  }
 
-  // The high bits pick the shard: flat_hash_map uses the low ones.
-  Shard& ShardOf(size_t hash) { return shards_[(hash >> 40) & shard_mask_]; }
+  // Writers. Finds or creates `name`; null if the registry is full. The new
+  // entry is built before the writer lock is taken.
+  Entry* Insert(Shard& shard, std::string_view name, size_t hash,
+                int64_t now_ns) {
+    Entry* fresh = owner_->NewEntry(name, now_ns);
+    Entry* result = nullptr;
+    bool used_fresh = false;
+    bool retired = false;
+    {
+      SpinLockGuard lock(&shard.writer);
+      const size_t before =
+          shard.retired_entries.size() + shard.retired_tables.size();
+      result = InsertLocked(shard, name, hash, now_ns, fresh, &used_fresh);
+      retired =
+          shard.retired_entries.size() + shard.retired_tables.size() > before;
+    }
+    if (!used_fresh) owner_->DeleteEntry(fresh);  // never visible to readers
+    // A grown table or a sweep retired something: free what has aged
+    // (amortised: tables double, sweeps follow doublings).
+    if (retired) FreeRetired(growth_ == Growth::kReclaims);
+    return result;
+  }
 
-  Entry* FindOrInsertLocked(Shard& shard, std::string_view name, size_t hash,
-                            int64_t now_ns)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(shard.mu) {
-    auto it = shard.map.find(HashedName{name, hash});
-    if (it != shard.map.end()) return it->second;
+  Entry* InsertLocked(Shard& shard, std::string_view name, size_t hash,
+                      int64_t now_ns, Entry* fresh, bool* used_fresh)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(shard.writer) {
+    if (Entry* e = Lookup(shard, name, hash)) return e;  // lost a race
     const bool reclaims = growth_ == Growth::kReclaims;
-    if (reclaims && shard.map.size() >= shard.next_sweep) {
+    if (reclaims && shard.live >= shard.next_sweep) {
       ReclaimLocked(shard, now_ns);
-      shard.next_sweep = std::max<size_t>(64, 2 * shard.map.size());
+      shard.next_sweep = std::max<size_t>(64, 2 * shard.live);
     }
-    // Relaxed: a count. A slot is reserved before the insert and given back
-    // if that passed max_keys, so the bound is exact; after a reclaim the
-    // reservation is tried again (other shards may have taken the freed
-    // slots meanwhile).
+    // A slot is reserved before the insert with a compare-and-swap that
+    // never takes size_ past max_keys, so the bound is exact and size()
+    // never reads above it; after a reclaim the reservation is tried again
+    // (other shards may have taken the freed slots meanwhile).
     for (bool reclaimed = false;;) {
-      if (size_.fetch_add(1, std::memory_order_relaxed) < max_keys_) break;
-      size_.fetch_sub(1, std::memory_order_relaxed);
+      if (Reserve()) break;
       if (!reclaims || reclaimed || ReclaimLocked(shard, now_ns) == 0) {
         return nullptr;
       }
       reclaimed = true;
     }
-    Entry* e = owner_->NewEntry(name, now_ns);
-    shard.map.emplace(e->name(), e);
-    return e;
+    Table* t = shard.table.load(std::memory_order_relaxed);
+    // At most 60 % full (tombstones count): a probe finds an empty slot
+    // within a few steps.
+    if (t == nullptr || 5 * (shard.used + 1) > 3 * (t->mask + 1)) {
+      t = Grow(shard, t);
+    }
+    for (size_t i = hash & t->mask;; i = (i + 1) & t->mask) {
+      const uint64_t w = t->slots[i].load(std::memory_order_relaxed);
+      if (!IsLive(w)) {
+        if (w == 0) ++shard.used;
+        // Release: publishes the entry's construction with it.
+        t->slots[i].store(Pack(fresh, hash), std::memory_order_release);
+        ++shard.live;
+        *used_fresh = true;
+        return fresh;
+      }
+    }
+  }
+
+  // Replaces the shard's table by one at most half full of the live entries
+  // (without tombstones); the old one is retired (readers may still probe
+  // it).
+  Table* Grow(Shard& shard, Table* old)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(shard.writer) {
+    size_t capacity = 16;
+    while (capacity < 2 * (shard.live + 1)) capacity *= 2;
+    auto* t = new Table(capacity);
+    if (old != nullptr) {
+      for (size_t j = 0; j <= old->mask; ++j) {
+        const uint64_t w = old->slots[j].load(std::memory_order_relaxed);
+        if (!IsLive(w)) continue;
+        const size_t hash = HashName(EntryOf(w)->name());
+        size_t i = hash & t->mask;
+        while (t->slots[i].load(std::memory_order_relaxed) != 0) {
+          i = (i + 1) & t->mask;
+        }
+        t->slots[i].store(w, std::memory_order_relaxed);
+      }
+      shard.retired_tables.emplace_back(EpochNow(), old);
+    }
+    shard.used = shard.live;
+    // Release: the new table's slots, as filled above.
+    shard.table.store(t, std::memory_order_release);
+    return t;
   }
 
   int64_t ReclaimLocked(Shard& shard, int64_t now_ns)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(shard.mu) {
-    std::vector<Entry*> idle;
-    for (auto& [name, entry] : shard.map) {
-      // Acquire: pairs with a handle's release decrement (see Entry above).
-      if (entry->pins.load(std::memory_order_acquire) == 0 &&
-          owner_->Reclaimable(entry, now_ns)) {
-        idle.push_back(entry);
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(shard.writer) {
+    Table* t = shard.table.load(std::memory_order_relaxed);
+    if (t == nullptr) return 0;
+    int64_t removed = 0;
+    for (size_t j = 0; j <= t->mask; ++j) {
+      const uint64_t w = t->slots[j].load(std::memory_order_relaxed);
+      if (!IsLive(w)) continue;
+      Entry* e = EntryOf(w);
+      // Acquire: pairs with a handle's release decrement of pins.
+      if (e->pins.load(std::memory_order_acquire) != 0 ||
+          !owner_->TryRetire(e, now_ns)) {
+        continue;
+      }
+      // seq_cst: TryRetire's mark (a locked read-modify-write) came first;
+      // a handle pinned in between is seen here, or its owner sees the mark.
+      if (e->pins.load(std::memory_order_seq_cst) != 0) {
+        owner_->Revive(e);
+        continue;
+      }
+      // Relaxed: a reader that loads the tombstone reads nothing through it.
+      t->slots[j].store(kTombstone, std::memory_order_relaxed);
+      --shard.live;
+      shard.retired_entries.emplace_back(EpochNow(), e);
+      ++removed;
+    }
+    size_.fetch_sub(removed, std::memory_order_relaxed);
+    return removed;
+  }
+
+  // Takes one of max_keys_ slots, or returns false if none is free.
+  bool Reserve() {
+    // Relaxed: a count; the compare-and-swap keeps the bound.
+    int64_t n = size_.load(std::memory_order_relaxed);
+    while (n < max_keys_) {
+      if (size_.compare_exchange_weak(n, n + 1, std::memory_order_relaxed)) {
+        return true;
       }
     }
-    for (Entry* e : idle) {
-      shard.map.erase(e->name());
-      owner_->DeleteEntry(e);
+    return false;
+  }
+
+  template <typename T>
+  static void TakeExpired(std::vector<std::pair<uint64_t, T*>>& retired,
+                          uint64_t now, std::vector<T*>& out) {
+    size_t keep = 0;
+    for (auto& item : retired) {
+      if (item.first + kEpochGrace <= now) {
+        out.push_back(item.second);
+      } else {
+        retired[keep++] = item;
+      }
     }
-    size_.fetch_sub(static_cast<int64_t>(idle.size()),
-                    std::memory_order_relaxed);
-    return static_cast<int64_t>(idle.size());
+    retired.resize(keep);
   }
 
   Owner* const owner_;

@@ -14,6 +14,11 @@
 
 namespace tokenlease::internal {
 
+// The cell of a retired single-band key: its high half is INT64_MIN, which
+// no algorithm's state ever holds there (a generation and fraction, a time,
+// or counts, all >= 0).
+inline constexpr CellValue kDeadCell{INT64_MIN, INT64_MIN};
+
 // Allocated by LimiterCore (the registry's owner); never moves while
 // registered.
 // One heap block per key. Entries are at least 80 bytes, so the cells of two
@@ -32,6 +37,10 @@ struct KeyEntry {
   // Handles holding this key (ShardedRegistry explains the orders).
   std::atomic<uint32_t> pins{0};
   SpinLock lock;
+  // Multi-band and sliding-log keys: retired from the registry (set under
+  // `lock`, seq_cst: see ShardedRegistry); decisions then look the key up
+  // again. Single-band keys mark their cell instead (kDeadCell).
+  std::atomic<bool> dead{false};
   uint16_t band_count = 0;
   uint32_t name_size = 0;
   std::unique_ptr<SlidingLog[]> logs;  // one per sliding-log band, or null

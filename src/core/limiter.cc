@@ -30,8 +30,8 @@ absl::Status LimiterOptions::Validate() const {
 
 KeyHandle::KeyHandle(const KeyHandle& other)
     : core_(other.core_), entry_(other.entry_) {
-  // Relaxed: `other` holds a pin, so the entry cannot be reclaimed while
-  // this one is added (ShardedRegistry).
+  // Relaxed: `other` holds a pin, so the entry cannot be retired while this
+  // one is added (ShardedRegistry checks pins before and after retiring).
   if (entry_ != nullptr) entry_->pins.fetch_add(1, std::memory_order_relaxed);
 }
 
@@ -103,24 +103,38 @@ Decision Limiter::TryAcquire(const KeyHandle& handle, int64_t cost,
   if (handle.core_ != core_.get()) [[unlikely]] {
     return LimiterCore::InvalidArgumentDecision();
   }
-  return core_->Decide(handle.entry_, BandRequest{ClampTime(now_ns), cost});
+  return core_->DecidePinned(handle.entry_,
+                             BandRequest{ClampTime(now_ns), cost});
 }
 
 absl::StatusOr<KeyHandle> Limiter::Resolve(std::string_view key) {
-  return core_->registry().With(
-      key, core_->Now(),
-      [&](internal::KeyEntry* e) -> absl::StatusOr<KeyHandle> {
-        if (e == nullptr) {
-          return absl::ResourceExhaustedError(absl::StrCat(
-              "cannot register key '", std::string(key),
-              "': the Limiter holds max_keys (", core_->registry().size(),
-              ") keys and none is idle; raise LimiterOptions.max_keys or "
-              "release handles"));
-        }
-        // Relaxed: the shard lock held here orders it against eviction.
-        e->pins.fetch_add(1, std::memory_order_relaxed);
-        return KeyHandle(core_.get(), e);
-      });
+  for (;;) {
+    internal::KeyEntry* retired = nullptr;
+    absl::StatusOr<KeyHandle> h = core_->registry().With(
+        key, core_->Now(),
+        [&](internal::KeyEntry* e) -> absl::StatusOr<KeyHandle> {
+          if (e == nullptr) {
+            return absl::ResourceExhaustedError(absl::StrCat(
+                "cannot register key '", std::string(key),
+                "': the Limiter holds max_keys (", core_->registry().size(),
+                ") keys and none is idle; raise LimiterOptions.max_keys or "
+                "release handles"));
+          }
+          // seq_cst: one side of the store-load pair with the registry's
+          // retirement (ShardedRegistry): either it sees this pin, or this
+          // thread sees the entry retired below.
+          e->pins.fetch_add(1, std::memory_order_seq_cst);
+          if (core_->IsRetired(e)) [[unlikely]] {
+            // Release: as any unpin.
+            e->pins.fetch_sub(1, std::memory_order_release);
+            retired = e;
+            return KeyHandle();
+          }
+          return KeyHandle(core_.get(), e);
+        });
+    if (retired == nullptr) return h;
+    // Retired while it was being pinned: look the key up again.
+  }
 }
 
 absl::StatusOr<Reservation> Limiter::Reserve(std::string_view key, int64_t cost,

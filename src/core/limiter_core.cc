@@ -96,30 +96,81 @@ KeyEntry* LimiterCore::NewEntry(std::string_view name, int64_t now_ns) {
   return e;
 }
 
-bool LimiterCore::Reclaimable(KeyEntry* e, int64_t now_ns) {
+bool LimiterCore::TryRetire(KeyEntry* e, int64_t now_ns) {
   const CompiledSpec* s = spec();
-  SpinLockGuard lock(&e->lock);
-  bool idle = true;
-  for (size_t i = 0; i < s->bands.size() && idle; ++i) {
-    const int log = s->log_index[i];
-    idle = log >= 0
-               ? e->log(log).IsIdle(s->bands[i], now_ns)
-               : CellIsIdle(s->bands[i],
-                            e->cell(static_cast<int>(i)).LoadRelaxed(), now_ns);
+  if (s->lock_free) {
+    AtomicCell& cell = e->cell(0);
+    // A torn read fails the compare-and-swap below, which compares it whole.
+    CellValue v = cell.LoadRelaxed();
+    return CellIsIdle(s->bands[0], v, now_ns) &&
+           cell.CompareExchange(v, kDeadCell);  // lock cmpxchg16b: seq_cst
   }
-  return idle;
+  SpinLockGuard lock(&e->lock);
+  for (size_t i = 0; i < s->bands.size(); ++i) {
+    const int log = s->log_index[i];
+    const bool idle =
+        log >= 0
+            ? e->log(log).IsIdle(s->bands[i], now_ns)
+            : CellIsIdle(s->bands[i],
+                         e->cell(static_cast<int>(i)).LoadRelaxed(), now_ns);
+    if (!idle) return false;
+  }
+  // seq_cst: one side of the store-load pair with a handle's pin.
+  e->dead.store(true, std::memory_order_seq_cst);
+  return true;
+}
+
+void LimiterCore::Revive(KeyEntry* e) {
+  const CompiledSpec* s = spec();
+  if (s->lock_free) {
+    // The key was idle, so a new key's cell is equivalent. Nothing else
+    // writes a dead cell.
+    CellValue dead = kDeadCell;
+    e->cell(0).CompareExchange(dead, InitialCell(s->bands[0], Now()));
+    return;
+  }
+  SpinLockGuard lock(&e->lock);
+  e->dead.store(false, std::memory_order_relaxed);  // under the lock
+}
+
+Decision LimiterCore::WaitForRevival(KeyEntry* e, const BandRequest& req,
+                                     int64_t* wait_ns) {
+  for (int spins = 0;; ++spins) {
+    SpinWait(spins);
+    const Decision d = Decide(e, req, wait_ns);
+    if (d.retry_after_ns != kRetryLookup) return d;
+  }
+}
+
+bool LimiterCore::IsRetired(KeyEntry* e) const {
+  // seq_cst loads: the other side of the pairs in TryRetire.
+  if (spec()->lock_free) return e->cell(0).HighHalfIs(kDeadCell.b);
+  return e->dead.load(std::memory_order_seq_cst);
 }
 
 Decision LimiterCore::DecideByName(std::string_view key, const BandRequest& req,
                                    int64_t* wait_ns) {
   if (req.cost < 0) return InvalidArgumentDecision();
-  return registry_.With(key, req.now_ns, [&](KeyEntry* e) {
-    if (e == nullptr) return KeyLimitDecision();
-    return Decide(e, req, wait_ns);
-  });
+  for (;;) {
+    const Decision d = registry_.With(key, req.now_ns, [&](KeyEntry* e) {
+      if (e == nullptr) return KeyLimitDecision();
+      return Decide(e, req, wait_ns);
+    });
+    // The key was retired while this decision looked at it: the registry
+    // no longer holds it, so the next lookup finds or creates its successor.
+    if (d.retry_after_ns != kRetryLookup) [[likely]]
+      return d;
+  }
 }
 
 namespace {
+
+Decision RetryLookupDecision() {
+  Decision d;
+  d.source = DecisionSource::kKeyLimit;
+  d.retry_after_ns = LimiterCore::kRetryLookup;
+  return d;
+}
 
 // The lock-free loop for one band, with its evaluation inlined (Eval is a
 // function of band_eval_inl.h) so the whole decision stays in registers.
@@ -131,6 +182,13 @@ template <BandResult (*Eval)(const CompiledBand&, CellValue,
   CellValue cur;
   bool snapshot = cell.Load(cur);
   for (;;) {
+    // Retired (a possibly torn read that shows the mark is retried too:
+    // only a dead cell's CAS below could make it true again).
+    if (cur.b == kDeadCell.b) [[unlikely]] {
+      if (snapshot || cell.Validate(cur)) return RetryLookupDecision();
+      snapshot = true;
+      continue;
+    }
     const BandResult r = Eval(s->bands[0], cur, req);
     if (r.outcome == BandOutcome::kSpecOlderThanCell) [[unlikely]] {
       s = core.spec();
@@ -197,6 +255,10 @@ Decision LimiterCore::DecideLocked(KeyEntry* e, const BandRequest& req,
   int n;
   {
     SpinLockGuard lock(&e->lock);
+    // Relaxed: written under this lock.
+    if (e->dead.load(std::memory_order_relaxed)) [[unlikely]] {
+      return RetryLookupDecision();
+    }
     // Loaded under the lock: never older than what earlier holders used.
     const CompiledSpec* s = spec();
     n = static_cast<int>(s->bands.size());

@@ -16,6 +16,7 @@
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
 #include "base/sharded_registry.h"
+#include "base/spin_wait.h"
 #include "core/compiled_spec.h"
 #include "core/key_entry.h"
 #include "local/band_eval.h"
@@ -48,7 +49,21 @@ class LimiterCore final : public KeyRegistry::Owner {
       return DecideLockFree(s, e, req, wait_ns);
     return DecideLocked(e, req, wait_ns);
   }
+  // Decides for a pinned entry (a handle). A pinned entry can be marked
+  // retired for an instant (the registry marks, then sees the pin and
+  // revives it), so a decision that meets the mark waits for the revival.
+  Decision DecidePinned(KeyEntry* e, const BandRequest& req,
+                        int64_t* wait_ns = nullptr) {
+    Decision d = Decide(e, req, wait_ns);
+    if (d.retry_after_ns == kRetryLookup) [[unlikely]] {
+      d = WaitForRevival(e, req, wait_ns);
+    }
+    return d;
+  }
   static Decision InvalidArgumentDecision();
+  // A decision on a retired key (never returned to callers): look it up
+  // again.
+  static constexpr int64_t kRetryLookup = -2;
   Decision DecideByName(std::string_view key, const BandRequest& req,
                         int64_t* wait_ns = nullptr);
 
@@ -61,14 +76,22 @@ class LimiterCore final : public KeyRegistry::Owner {
   KeyRegistry& registry() { return registry_; }
   Clock* clock() const { return clock_; }
 
-  // KeyRegistry::Owner. A key is reclaimable when its state is equivalent
-  // to a new key's (bucket full, window over, log empty), so dropping it
-  // changes no decision.
+  // KeyRegistry::Owner. A key is retired when its state is equivalent to a
+  // new key's (bucket full, window over, log empty), so dropping it changes
+  // no decision: its cell is replaced by kDeadCell with a compare-and-swap
+  // (or, for locked keys, `dead` is set under the key's lock), so a
+  // decision racing with the retirement fails its own compare-and-swap,
+  // sees the mark and looks the key up again (kRetryLookup).
   KeyEntry* NewEntry(std::string_view name, int64_t now_ns) override;
   void DeleteEntry(KeyEntry* e) override { KeyEntry::Destroy(e); }
-  bool Reclaimable(KeyEntry* e, int64_t now_ns) override;
+  bool TryRetire(KeyEntry* e, int64_t now_ns) override;
+  void Revive(KeyEntry* e) override;
+  // True if `e` was retired (after a pin: see ShardedRegistry).
+  bool IsRetired(KeyEntry* e) const;
 
  private:
+  [[gnu::noinline]] Decision WaitForRevival(KeyEntry* e, const BandRequest& req,
+                                            int64_t* wait_ns);
   Decision DecideLockFree(const CompiledSpec* spec, KeyEntry* e,
                           const BandRequest& req, int64_t* wait_ns);
   Decision DecideLocked(KeyEntry* e, const BandRequest& req, int64_t* wait_ns);

@@ -382,6 +382,36 @@ bool LeaseBook::Evictable(const LeaseEntry* e, int64_t now) const {
              absl::ToInt64Nanoseconds(options_.idle_evict);
 }
 
+LeaseBook::~LeaseBook() {
+  for (LeaseEntry* e : graveyard_) delete e;
+}
+
+void LeaseBook::Bury(LeaseEntry* e) {
+  // Relaxed: no decision can reach `e` (the registry's grace period ended).
+  if (e->unsynced.load(std::memory_order_relaxed) == 0 &&
+      !e->record.charge_in_flight && e->record.charge_retry_refs == 0) {
+    delete e;
+    return;
+  }
+  graveyard_.push_back(e);
+}
+
+void LeaseBook::DrainGraveyard(LeaseCalls* out) {
+  size_t keep = 0;
+  for (LeaseEntry* e : graveyard_) {
+    const LeaseRecord& rec = e->record;
+    if (rec.charge_in_flight || rec.charge_retry_refs > 0) {
+      graveyard_[keep++] = e;
+    } else if (e->unsynced.load(std::memory_order_relaxed) > 0) {
+      Charge(e, out);
+      graveyard_[keep++] = e;
+    } else {
+      delete e;
+    }
+  }
+  graveyard_.resize(keep);
+}
+
 LeaseStats LeaseBook::stats() const {
   LeaseStats s;
   s.lease_requests = counters_.lease_requests.load(std::memory_order_relaxed);

@@ -90,6 +90,8 @@ class LeaseBook {
   void RetryCharges(LeaseCalls* out);
   // True if charges wait for the next RetryCharges.
   bool HasRetries() const { return !charge_retry_.empty(); }
+  // True if buried entries still owe a charge.
+  bool HasGraveyard() const { return !graveyard_.empty(); }
 
   // Charges `e`'s unleased admissions, takes its balance back and returns
   // the unused tokens of its leases. False if the balance
@@ -104,6 +106,15 @@ class LeaseBook {
   // unleased admissions, call in flight or scheduled, cached refusal) and
   // was last active `idle_evict` ago: dropping it changes nothing.
   bool Evictable(const LeaseEntry* e, int64_t now) const;
+  // Takes over a retired entry that no decision can reach any more: a
+  // decision that admitted from its local share after Evictable said yes
+  // left tokens to charge, which DrainGraveyard sends before it deletes the
+  // entry. An entry with nothing to charge is deleted at once.
+  void Bury(LeaseEntry* e);
+  // Charges what the buried entries still owe and deletes those with
+  // nothing pending.
+  void DrainGraveyard(LeaseCalls* out);
+  ~LeaseBook();
 
   // Any thread: an estimate of a lease request's round trip (for
   // retry_after), and the clock as of the last step (so decisions read no
@@ -156,6 +167,7 @@ class LeaseBook {
   std::priority_queue<Expiry, std::vector<Expiry>, std::greater<>> expiry_;
   std::vector<LeaseEntry*> denied_;        // keys with a cached refusal
   std::vector<LeaseEntry*> charge_retry_;  // charges to send next step
+  std::vector<LeaseEntry*> graveyard_;     // retired, charges still owed
   std::mt19937_64 rng_;
   uint64_t next_entry_id_ = 0;
   // When every lease was last returned (book clock): a grant asked for

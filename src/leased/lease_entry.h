@@ -25,6 +25,9 @@ inline constexpr uint32_t kLocalSeeded = 16;  // local share handed out since
                                               // the last lease ended
 inline constexpr uint32_t kWantedWhileDenied = 32;  // a decision was denied
                                                     // while kDenied was set
+inline constexpr uint32_t kRetired = 64;  // removed from the registry: no
+                                          // refill is queued for it and no
+                                          // new handle may pin it
 
 // The lease book's record of one key (LeaseBook; reconciler thread only).
 struct LeaseRecord {

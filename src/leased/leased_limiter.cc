@@ -32,6 +32,7 @@ using internal::kHasLease;
 using internal::kLocalSeeded;
 using internal::kRanDry;
 using internal::kRefillQueued;
+using internal::kRetired;
 using internal::kWantedWhileDenied;
 using internal::LeaseEntry;
 
@@ -82,18 +83,47 @@ class LeasedLimiter::Impl final : public internal::LeaseRegistry::Owner {
 
   ~Impl() override { reconciler_.Stop(options_.lease.release_deadline); }
 
-  // LeaseRegistry::Owner. Entries are reclaimed only by the reconciler
-  // (Growth::kRefusesWhenFull), which alone may read the book.
+  // LeaseRegistry::Owner. Entries are retired only by the reconciler
+  // (Growth::kRefusesWhenFull), which alone may read the book. A key the
+  // book calls evictable is marked kRetired with a compare-and-swap on its
+  // flags, which fails if a decision has queued a refill meanwhile; a
+  // refill asked for after the mark is not queued (Reconciler::
+  // RequestRefill), and a decision that admitted from the key's local
+  // share after the book's check is charged when the entry is freed
+  // (LeaseBook::Bury).
   LeaseEntry* NewEntry(std::string_view name, int64_t) override {
     return new LeaseEntry(name);
   }
-  void DeleteEntry(LeaseEntry* e) override { delete e; }
-  bool Reclaimable(LeaseEntry* e, int64_t now_ns) override {
-    return book_.Evictable(e, now_ns);
+  // After the grace period: no decision can reach `e` any more.
+  void DeleteEntry(LeaseEntry* e) override { book_.Bury(e); }
+  bool TryRetire(LeaseEntry* e, int64_t now_ns) override {
+    if (!book_.Evictable(e, now_ns)) return false;
+    // Relaxed: the compare-and-swap below decides.
+    uint32_t f = e->flags.load(std::memory_order_relaxed);
+    // seq_cst: one side of the store-load pair with a handle's pin (see
+    // ShardedRegistry), and ordered against RequestRefill's fetch_or.
+    return (f & ~kLocalSeeded) == 0 &&
+           e->flags.compare_exchange_strong(f, f | kRetired,
+                                            std::memory_order_seq_cst);
+  }
+  void Revive(LeaseEntry* e) override {
+    e->flags.fetch_and(~kRetired, std::memory_order_seq_cst);
   }
 
-  // `may_wait`: false under a registry lock (ColdKeyPolicy::kWait must not
-  // wait there: the reconciler's eviction sweep takes the writer lock).
+  // Pins `e` for a handle or a wait, unless it was retired (then the
+  // caller looks the key up again). seq_cst: the other side of the pair in
+  // TryRetire.
+  static bool PinLive(LeaseEntry* e) {
+    e->pins.fetch_add(1, std::memory_order_seq_cst);
+    if (!(e->flags.load(std::memory_order_seq_cst) & kRetired)) [[likely]] {
+      return true;
+    }
+    e->pins.fetch_sub(1, std::memory_order_release);
+    return false;
+  }
+
+  // `may_wait`: false inside a registry lookup (ColdKeyPolicy::kWait must
+  // not wait there: a long epoch critical section delays reclamation).
   [[gnu::always_inline]] Decision Decide(LeaseEntry* e, int64_t cost,
                                          bool may_wait = true) {
     // relaxed throughout: the balance is a count of tokens and publishes no
@@ -206,6 +236,7 @@ class LeasedLimiter::Impl final : public internal::LeaseRegistry::Owner {
 
   bool WaitForLease(LeaseEntry* e, int64_t cost) {
     reconciler_.RequestRefill(e);
+    reconciler_.WakeNow();  // this decision waits for it anyway
     const auto deadline = std::chrono::steady_clock::now() +
                           absl::ToChronoNanoseconds(options_.lease.cold_wait);
     while (std::chrono::steady_clock::now() < deadline) {
@@ -222,45 +253,54 @@ class LeasedLimiter::Impl final : public internal::LeaseRegistry::Owner {
   }
 
   Decision TryAcquire(std::string_view key, int64_t cost) {
-    LeaseEntry* wait_on = nullptr;
-    // 0: the decision path reads no clock (NewEntry ignores the time).
-    Decision d = registry_.With(key, 0, [&](LeaseEntry* e) {
-      if (e == nullptr) {
-        Decision denied;
-        denied.source = DecisionSource::kKeyLimit;
-        denied.retry_after_ns = kNever;
-        return denied;
+    for (;;) {
+      LeaseEntry* wait_on = nullptr;
+      bool retired = false;
+      // 0: the decision path reads no clock (NewEntry ignores the time).
+      Decision d = registry_.With(key, 0, [&](LeaseEntry* e) {
+        if (e == nullptr) {
+          Decision denied;
+          denied.source = DecisionSource::kKeyLimit;
+          denied.retry_after_ns = kNever;
+          return denied;
+        }
+        if (ShouldWait(e, cost)) {
+          // Wait outside the lookup, holding a pin instead.
+          if (PinLive(e)) {
+            wait_on = e;
+          } else {
+            retired = true;
+          }
+          return Decision{};
+        }
+        return Decide(e, cost, /*may_wait=*/false);
+      });
+      if (retired) continue;  // look the key up again
+      if (wait_on != nullptr) {
+        d = Decide(wait_on, cost);
+        // release: pairs with the reclaimer's acquire load of pins.
+        wait_on->pins.fetch_sub(1, std::memory_order_release);
       }
-      if (ShouldWait(e, cost)) {
-        // Wait outside the shard lock, holding a pin instead.
-        // relaxed: under the shard lock, which orders it against Evict.
-        e->pins.fetch_add(1, std::memory_order_relaxed);
-        wait_on = e;
-        return Decision{};
-      }
-      return Decide(e, cost, /*may_wait=*/false);
-    });
-    if (wait_on != nullptr) {
-      d = Decide(wait_on, cost);
-      // release: pairs with the evictor's acquire load of pins.
-      wait_on->pins.fetch_sub(1, std::memory_order_release);
+      return d;
     }
-    return d;
   }
 
   absl::StatusOr<LeaseEntry*> Pin(std::string_view key) {
-    return registry_.With(
-        key, 0, [&](LeaseEntry* e) -> absl::StatusOr<LeaseEntry*> {
-          if (e == nullptr) {
-            return absl::ResourceExhaustedError(
-                absl::StrCat("the limiter holds max_keys (", options_.max_keys,
-                             ") keys and none is idle; raise "
-                             "LeasedLimiterOptions::max_keys"));
-          }
-          // relaxed: under the shard lock, which orders it against Evict.
-          e->pins.fetch_add(1, std::memory_order_relaxed);
-          return e;
-        });
+    for (;;) {
+      bool retired = false;
+      absl::StatusOr<LeaseEntry*> pinned = registry_.With(
+          key, 0, [&](LeaseEntry* e) -> absl::StatusOr<LeaseEntry*> {
+            if (e == nullptr) {
+              return absl::ResourceExhaustedError(absl::StrCat(
+                  "the limiter holds max_keys (", options_.max_keys,
+                  ") keys and none is idle; raise "
+                  "LeasedLimiterOptions::max_keys"));
+            }
+            retired = !PinLive(e);
+            return e;
+          });
+      if (!retired) return pinned;
+    }
   }
 
   void RequestRefill(LeaseEntry* e) { reconciler_.RequestRefill(e); }

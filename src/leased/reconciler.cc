@@ -160,6 +160,11 @@ void Reconciler::Step() {
       deferred_.push_back(e);  // still flagged: not asked twice
     }
   }
+  if (now >= next_evict_ns_) {
+    registry_->Reclaim(now);  // retires idle keys, frees (buries) old ones
+    next_evict_ns_ = now + evict_every_ns_;
+  }
+  book_->DrainGraveyard(&calls);
   Send(std::move(calls));
   // Everything submitted in this step leaves in one pipelined write.
   transport_->Flush();
@@ -170,10 +175,6 @@ void Reconciler::Step() {
     std::lock_guard<std::mutex> lock(mu_);
     return_all_ = false;
   }
-  if (now >= next_evict_ns_) {
-    registry_->Reclaim(now);
-    next_evict_ns_ = now + evict_every_ns_;
-  }
   const bool idle = Idle();
   std::lock_guard<std::mutex> lock(mu_);
   if (idle) idle_after_step_ = steps_started_;
@@ -182,7 +183,8 @@ void Reconciler::Step() {
 bool Reconciler::Idle() {
   std::lock_guard<std::mutex> lock(sink_->mu);
   return sink_->items.empty() && requests_.Empty() && deferred_.empty() &&
-         queued_.empty() && calls_in_flight_ == 0 && !book_->HasRetries();
+         queued_.empty() && calls_in_flight_ == 0 && !book_->HasRetries() &&
+         !book_->HasGraveyard();
 }
 
 int64_t Reconciler::ApplyReplies(int64_t now, LeaseCalls* out) {

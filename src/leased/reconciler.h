@@ -52,22 +52,42 @@ class Reconciler {
   void Stop(absl::Duration timeout);
 
   // Decision path, any thread: ask for a refill of `e` (once until it is
-  // answered; no-op while Redis's refusal is cached).
+  // answered; no-op while Redis's refusal is cached). Never blocks and
+  // makes no system call: the request waits for the reconciler's next tick
+  // (a wake-up would cost the deciding thread a futex call; WakeNow() is
+  // for callers that wait anyway).
   void RequestRefill(LeaseEntry* e) {
     // relaxed: a hint; the fetch_or below decides.
     const uint32_t f = e->flags.load(std::memory_order_relaxed);
     if (f & (kRefillQueued | kDenied)) return;
-    // acq_rel: exactly one caller wins the flag and enqueues.
-    if (e->flags.fetch_or(kRefillQueued, std::memory_order_acq_rel) &
-        kRefillQueued) {
+    // acq_rel: exactly one caller wins the flag and enqueues. A retired
+    // key is never queued (its entry is freed after the grace period, not
+    // after the queue): the decision is denied, and the next lookup finds
+    // the key's successor.
+    const uint32_t before =
+        e->flags.fetch_or(kRefillQueued, std::memory_order_acq_rel);
+    if (before & kRefillQueued) return;
+    if (before & kRetired) [[unlikely]] {
+      // Undo this call's own bit: a retired entry revived for a handle
+      // must be able to ask again.
+      e->flags.fetch_and(~kRefillQueued, std::memory_order_acq_rel);
       return;
     }
     if (!requests_.TryPush(e)) {
       // Full: drop the request; the next decision on the key asks again.
       e->flags.fetch_and(~kRefillQueued, std::memory_order_relaxed);
-      return;
     }
-    Wake();
+  }
+
+  // Runs a step now instead of at the next tick: for a decision that waits
+  // for its lease anyway (ColdKeyPolicy::kWait).
+  void WakeNow() { Wake(); }
+
+  // True while a ReturnAll call is waiting (for tests: a step that starts
+  // after this returned true declines new leases).
+  bool ReturningAll() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return return_all_waiters_ > 0;
   }
 
   // Returns every lease now; waits up to `timeout` for the confirmations.

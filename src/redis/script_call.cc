@@ -1,6 +1,9 @@
 #include "redis/script_call.h"
 
+#include <array>
+#include <iterator>
 #include <numeric>
+#include <utility>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -49,16 +52,66 @@ void AppendSpec(const LimitSpec& spec, std::vector<std::string>& out) {
   }
 }
 
-absl::Status ScriptError(const RedisReply& reply, const char* script) {
+absl::Status ScriptError(const RedisReply& reply, std::string_view script) {
   if (absl::StrContains(reply.str, "WRONGTYPE")) {
     return absl::FailedPreconditionError(absl::StrCat(
-        "tokenlease ", script,
+        "tokenlease ", AbslView(script),
         " script: a key of this limit holds another Redis type (delete or "
         "rename the key named here): ",
         reply.str));
   }
-  return absl::InternalError(
-      absl::StrCat("tokenlease ", script, " script failed: ", reply.str));
+  return absl::InternalError(absl::StrCat("tokenlease ", AbslView(script),
+                                          " script failed: ", reply.str));
+}
+
+// An acquire reply (6 integers) of `script` ("acquire", "batch").
+absl::StatusOr<AcquireResult> AcquireReply(const RedisReply& reply,
+                                           std::string_view script) {
+  if (reply.is_error()) return ScriptError(reply, script);
+  absl::StatusOr<std::vector<int64_t>> v =
+      IntegerArray(reply, "tokenlease acquire reply");
+  if (!v.ok() || v->size() != 6) {
+    return absl::InternalError(absl::StrCat(
+        "tokenlease ", AbslView(script), " script: expected 6 integers, got ",
+        reply.DebugString()));
+  }
+  const std::vector<int64_t>& x = *v;
+  return AcquireResult{x[0], x[1], x[2], x[3], x[4], x[5]};
+}
+
+// A release reply (an integer) of `script`.
+absl::StatusOr<int64_t> ReleaseReply(const RedisReply& reply,
+                                     std::string_view script) {
+  if (reply.is_error()) return ScriptError(reply, script);
+  if (reply.type != RedisReply::Type::kInteger) {
+    return absl::InternalError(absl::StrCat(
+        "tokenlease ", AbslView(script), " script: expected an integer, got ",
+        reply.DebugString()));
+  }
+  return reply.integer;
+}
+
+// CRC16-XMODEM (polynomial 0x1021, initial value 0), by table.
+constexpr std::array<uint16_t, 256> MakeCrc16Table() {
+  std::array<uint16_t, 256> table{};
+  for (int i = 0; i < 256; ++i) {
+    uint16_t c = static_cast<uint16_t>(i << 8);
+    for (int bit = 0; bit < 8; ++bit) {
+      c = (c & 0x8000) != 0 ? static_cast<uint16_t>((c << 1) ^ 0x1021)
+                            : static_cast<uint16_t>(c << 1);
+    }
+    table[i] = c;
+  }
+  return table;
+}
+constexpr std::array<uint16_t, 256> kCrc16Table = MakeCrc16Table();
+
+uint16_t Crc16(std::string_view s) {
+  uint16_t crc = 0;
+  for (const unsigned char c : s) {
+    crc = static_cast<uint16_t>((crc << 8) ^ kCrc16Table[(crc >> 8) ^ c]);
+  }
+  return crc;
 }
 
 }  // namespace
@@ -220,26 +273,129 @@ std::vector<std::string> ReleaseArguments(const LimitSpec& spec,
 }
 
 absl::StatusOr<AcquireResult> ParseAcquireReply(const RedisReply& reply) {
-  if (reply.is_error()) return ScriptError(reply, "acquire");
-  absl::StatusOr<std::vector<int64_t>> v =
-      IntegerArray(reply, "tokenlease acquire reply");
-  if (!v.ok() || v->size() != 6) {
-    return absl::InternalError(
-        absl::StrCat("tokenlease acquire script: expected 6 integers, got ",
-                     reply.DebugString()));
-  }
-  const std::vector<int64_t>& x = *v;
-  return AcquireResult{x[0], x[1], x[2], x[3], x[4], x[5]};
+  return AcquireReply(reply, "acquire");
 }
 
 absl::StatusOr<int64_t> ParseReleaseReply(const RedisReply& reply) {
-  if (reply.is_error()) return ScriptError(reply, "release");
-  if (reply.type != RedisReply::Type::kInteger) {
-    return absl::InternalError(
-        absl::StrCat("tokenlease release script: expected an integer, got ",
-                     reply.DebugString()));
+  return ReleaseReply(reply, "release");
+}
+
+BatchItem BatchItem::Acquire(std::string name, const AcquireArgs& args) {
+  BatchItem item;
+  item.op = args.charge ? Op::kCharge : Op::kAcquire;
+  item.name = std::move(name);
+  item.wanted = args.wanted;
+  item.minimum = args.minimum;
+  item.max_wait_us = args.max_wait_us;
+  item.max_debt = args.max_debt;
+  return item;
+}
+
+BatchItem BatchItem::Release(std::string name, const ReleaseArgs& args) {
+  BatchItem item;
+  item.op = Op::kRelease;
+  item.name = std::move(name);
+  item.amount = args.amount;
+  item.granted_at_us = args.granted_at_us;
+  item.lease_id = args.lease_id;
+  return item;
+}
+
+std::vector<std::string> BatchArguments(const LimitSpec& spec,
+                                        std::string_view prefix,
+                                        std::span<const BatchItem> items,
+                                        int64_t now_us) {
+  std::vector<std::string> keys;
+  std::vector<std::string> args;
+  args.reserve(5 + 9 * spec.bands.size() + 4 * items.size());
+  args.push_back(absl::StrCat(kScriptProtocolVersion));
+  args.push_back(absl::StrCat(now_us));
+  AppendSpec(spec, args);
+  args.push_back(absl::StrCat(items.size()));
+  for (const BatchItem& item : items) {
+    std::vector<std::string> item_keys = BandKeys(spec, prefix, item.name);
+    if (keys.empty()) keys.reserve(items.size() * (item_keys.size() + 1));
+    keys.insert(keys.end(), std::make_move_iterator(item_keys.begin()),
+                std::make_move_iterator(item_keys.end()));
+    switch (item.op) {
+      case BatchItem::Op::kAcquire:
+        args.push_back("acquire");
+        args.push_back(absl::StrCat(item.wanted));
+        args.push_back(absl::StrCat(item.minimum));
+        args.push_back(absl::StrCat(item.max_wait_us));
+        break;
+      case BatchItem::Op::kCharge:
+        args.push_back("charge");
+        args.push_back(absl::StrCat(item.wanted));
+        args.push_back(absl::StrCat(item.max_debt));
+        break;
+      case BatchItem::Op::kRelease:
+        keys.push_back(
+            absl::StrCat(LimitKeyTag(prefix, item.name), ":r:", item.lease_id));
+        args.push_back("release");
+        args.push_back(absl::StrCat(item.amount));
+        args.push_back(absl::StrCat(item.granted_at_us));
+        break;
+    }
   }
-  return reply.integer;
+  std::vector<std::string> out;
+  out.reserve(1 + keys.size() + args.size());
+  out.push_back(absl::StrCat(keys.size()));
+  out.insert(out.end(), std::make_move_iterator(keys.begin()),
+             std::make_move_iterator(keys.end()));
+  out.insert(out.end(), std::make_move_iterator(args.begin()),
+             std::make_move_iterator(args.end()));
+  return out;
+}
+
+std::vector<absl::StatusOr<BatchItemResult>> ParseBatchReply(
+    const RedisReply& reply, std::span<const BatchItem> items) {
+  std::vector<absl::StatusOr<BatchItemResult>> out;
+  if (reply.is_error()) {
+    out.assign(items.size(), ScriptError(reply, "batch"));
+    return out;
+  }
+  if (reply.type != RedisReply::Type::kArray ||
+      reply.elements.size() != items.size()) {
+    out.assign(items.size(),
+               absl::InternalError(absl::StrCat(
+                   "tokenlease batch script: expected an array of ",
+                   items.size(), " replies, got ", reply.DebugString())));
+    return out;
+  }
+  out.reserve(items.size());
+  for (size_t i = 0; i < items.size(); ++i) {
+    const RedisReply& e = reply.elements[i];
+    BatchItemResult r;
+    if (items[i].op == BatchItem::Op::kRelease) {
+      absl::StatusOr<int64_t> released = ReleaseReply(e, "batch");
+      if (!released.ok()) {
+        out.push_back(released.status());
+        continue;
+      }
+      r.released = *released;
+    } else {
+      absl::StatusOr<AcquireResult> acquired = AcquireReply(e, "batch");
+      if (!acquired.ok()) {
+        out.push_back(acquired.status());
+        continue;
+      }
+      r.acquire = *acquired;
+    }
+    out.push_back(r);
+  }
+  return out;
+}
+
+uint16_t HashSlot(std::string_view key) {
+  const size_t open = key.find('{');
+  if (open != std::string_view::npos) {
+    const size_t close = key.find('}', open + 1);
+    if (close != std::string_view::npos && close > open + 1) {
+      key = key.substr(open + 1, close - open - 1);
+    }
+  }
+  return static_cast<uint16_t>(Crc16(key) & 16383);
 }
 
 Decision ToDecision(const AcquireResult& r, DecisionSource source) {

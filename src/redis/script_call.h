@@ -1,9 +1,11 @@
-// The calls of the Lua scripts (lua/acquire.lua, lua/release.lua): their
-// KEYS and ARGV, and their replies. docs/lua-protocol.md is the contract.
+// The calls of the Lua scripts (lua/acquire.lua, lua/release.lua,
+// lua/batch.lua): their KEYS and ARGV, and their replies.
+// docs/lua-protocol.md is the contract.
 #ifndef TOKENLEASE_SRC_REDIS_SCRIPT_CALL_H_
 #define TOKENLEASE_SRC_REDIS_SCRIPT_CALL_H_
 
 #include <cstdint>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -16,7 +18,7 @@
 
 namespace tokenlease::internal {
 
-// The ARGV layout version both scripts speak (ARGV[1]).
+// The ARGV layout version the scripts speak (ARGV[1]).
 inline constexpr int kScriptProtocolVersion = 1;
 
 // Extra limits a spec must meet to run in the scripts (Lua numbers are
@@ -88,6 +90,78 @@ std::vector<std::string> ReleaseArguments(const LimitSpec& spec,
 absl::StatusOr<AcquireResult> ParseAcquireReply(const RedisReply& reply);
 // Tokens actually returned.
 absl::StatusOr<int64_t> ParseReleaseReply(const RedisReply& reply);
+
+// The batch script (lua/batch.lua): many limit keys' acquires, charges
+// and releases for one limit (one spec) in one call, each item applied as
+// the single script would apply it, in order, all or none on its own.
+
+// The most items a batch call may carry (the script rejects more): a call
+// must stay short, as Redis serves nothing else meanwhile. Measured
+// (bench/direct_bench --batch, docs/benchmarks.md): 5 to 7 us of Redis time
+// per item of a single-band limit, so a full batch of 64 takes 0.3 to
+// 0.5 ms (a sliding log's denials cost more per item, as in acquire.lua).
+inline constexpr int kMaxBatchItems = 64;
+
+// One item of a batch call, on the limit key `name` under the batch's
+// prefix: its keys are BandKeys(spec, prefix, name), and for a release the
+// dedup key "<tag>:r:<lease_id>" after them.
+struct BatchItem {
+  enum class Op : uint8_t {
+    kAcquire,  // acquire.lua: wanted, minimum, max_wait_us
+    kCharge,   // acquire.lua with charge=1: wanted (the amount), max_debt
+    kRelease,  // release.lua: amount, granted_at_us, lease_id
+  };
+  Op op = Op::kAcquire;
+  std::string name;
+  // kAcquire and kCharge, as in AcquireArgs.
+  int64_t wanted = 1;
+  int64_t minimum = 1;
+  int64_t max_wait_us = 0;
+  int64_t max_debt = 0;
+  // kRelease, as in ReleaseArgs.
+  int64_t amount = 0;
+  int64_t granted_at_us = 0;
+  std::string lease_id;
+
+  // An acquire item, or a charge item if args.charge (args.now_us is not
+  // used: a batch has one time).
+  static BatchItem Acquire(std::string name, const AcquireArgs& args);
+  // A release item (args.now_us is not used).
+  static BatchItem Release(std::string name, const ReleaseArgs& args);
+};
+
+// The answer to one item: `acquire` for kAcquire and kCharge, `released`
+// (the tokens returned) for kRelease.
+struct BatchItemResult {
+  AcquireResult acquire;
+  int64_t released = 0;
+};
+
+// Everything after the script name of an EVALSHA/EVAL of the batch script
+// (numkeys, keys..., args...) for `items` on limit keys under `prefix`, at
+// `now_us` (-1: Redis TIME, read once for the whole call). `spec` must
+// satisfy ValidateScriptSpec; more than kMaxBatchItems items make the
+// script fail the call; an empty batch is a valid call that does nothing.
+std::vector<std::string> BatchArguments(const LimitSpec& spec,
+                                        std::string_view prefix,
+                                        std::span<const BatchItem> items,
+                                        int64_t now_us = -1);
+
+// One result per item of `items` (the items the call was made with), in
+// order. An item's error reply becomes FailedPrecondition (WRONGTYPE,
+// naming the key) or Internal, as ParseAcquireReply does; an error reply of
+// the whole call, or a reply of another shape (not an array of one element
+// per item), is the same error for every item; an element of the wrong
+// shape is Internal for its item.
+std::vector<absl::StatusOr<BatchItemResult>> ParseBatchReply(
+    const RedisReply& reply, std::span<const BatchItem> items);
+
+// The Redis Cluster hash slot of `key`: CRC16 (XMODEM) of its hash tag (the
+// bytes between the first '{' and the next '}', if not empty) or of the
+// whole key, mod 16384. Every key of a limit has the slot of
+// LimitKeyTag(prefix, name); a batch for Redis Cluster groups its items by
+// it (one Redis takes items of any slots in one call).
+uint16_t HashSlot(std::string_view key);
 
 // A decision from an acquire result (us -> ns; source given). Allowed when
 // something was granted (or a 0-token peek fitted, retry_after 0).

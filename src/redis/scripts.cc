@@ -11,5 +11,7 @@ constinit const LuaScript kAcquireScript{AbslView(lua::kAcquireSha1),
                                          AbslView(lua::kAcquireScript)};
 constinit const LuaScript kReleaseScript{AbslView(lua::kReleaseSha1),
                                          AbslView(lua::kReleaseScript)};
+constinit const LuaScript kBatchScript{AbslView(lua::kBatchSha1),
+                                       AbslView(lua::kBatchScript)};
 
 }  // namespace tokenlease::internal

@@ -11,6 +11,8 @@ namespace tokenlease::internal {
 extern const LuaScript kAcquireScript;
 // release.lua: gives back unused tokens of one grant, at most once.
 extern const LuaScript kReleaseScript;
+// batch.lua: many keys' acquires, charges and releases for one limit.
+extern const LuaScript kBatchScript;
 
 }  // namespace tokenlease::internal
 

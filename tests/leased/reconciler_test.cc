@@ -116,7 +116,8 @@ class Keys final : public LeaseRegistry::Owner {
     return new LeaseEntry(name);
   }
   void DeleteEntry(LeaseEntry* e) override { delete e; }
-  bool Reclaimable(LeaseEntry*, int64_t) override { return false; }
+  bool TryRetire(LeaseEntry*, int64_t) override { return false; }
+  void Revive(LeaseEntry*) override {}
 };
 
 class ReconcilerTest : public ::testing::Test {
@@ -144,6 +145,19 @@ class ReconcilerTest : public ::testing::Test {
     LeaseEntry* e = registry_.With(key, 0, [](LeaseEntry* x) { return x; });
     reconciler_.RequestRefill(e);
     return e;
+  }
+
+  // Calls ReturnAll on another thread and returns once a step that started
+  // after it registered has ended (so that step declined new leases).
+  std::future<absl::Status> StartReturnAll() {
+    auto returned = std::async(std::launch::async,
+                               [&] { return reconciler_.ReturnAll(kBound); });
+    for (int i = 0; i < 20'000 && !reconciler_.ReturningAll(); ++i) {
+      transport_.AwaitSteps(1);
+    }
+    EXPECT_TRUE(reconciler_.ReturningAll());
+    transport_.AwaitSteps(2);
+    return returned;
   }
 
   static void Answer(std::vector<FakeTransport::Call>& calls) {
@@ -192,10 +206,8 @@ TEST_F(ReconcilerTest, CapsCallsInFlightAndDefersKeysBeyondIt) {
 TEST_F(ReconcilerTest, ReturnAllWaitsForAGrantGivenBackOnArrival) {
   LeaseEntry* e = Ask("k");
   std::vector<FakeTransport::Call> lease = transport_.Take(1);
-  auto returned = std::async(std::launch::async,
-                             [&] { return reconciler_.ReturnAll(kBound); });
-  transport_.AwaitSteps(2);  // the ReturnAll step ran: nothing to return yet
-  Answer(lease);             // the grant lands...
+  auto returned = StartReturnAll();  // nothing to return yet
+  Answer(lease);                     // the grant lands...
   std::vector<FakeTransport::Call> release = transport_.Take(1);
   ASSERT_EQ(release.size(), 1u);
   EXPECT_TRUE(release[0].release);  // ...and goes back at once
@@ -215,9 +227,7 @@ TEST_F(ReconcilerTest, ReturnAllDeclinesKeysWaitingForRoom) {
   for (int i = 0; i < kKeys; ++i) Ask(absl::StrCat("k", i));
   std::vector<FakeTransport::Call> leases =
       transport_.Take(Reconciler::kMaxCallsInFlight);
-  auto returned = std::async(std::launch::async,
-                             [&] { return reconciler_.ReturnAll(kBound); });
-  transport_.AwaitSteps(2);
+  auto returned = StartReturnAll();
   Answer(leases);  // granted, then given back on arrival
   std::vector<FakeTransport::Call> releases =
       transport_.Take(Reconciler::kMaxCallsInFlight);

@@ -142,17 +142,18 @@ TEST(LuaDocTest, ConsoleExamplesReplayByteForByte) {
 TEST(LuaDocTest, QuotedDigestsAreTheBuiltOnes) {
   const std::string doc = ReadFile(kDocPath);
   ASSERT_FALSE(doc.empty()) << "cannot read " << kDocPath;
-  const std::set<std::string> built = {
-      std::string(internal::lua::kAcquireSha1),
-      std::string(internal::lua::kReleaseSha1)};
+  const std::set<std::string> built = {std::string(internal::lua::kAcquireSha1),
+                                       std::string(internal::lua::kReleaseSha1),
+                                       std::string(internal::lua::kBatchSha1)};
   const std::regex hex40("(^|[^0-9a-fA-F])([0-9a-fA-F]{40})(?![0-9a-fA-F])");
   for (std::sregex_iterator it(doc.begin(), doc.end(), hex40), end; it != end;
        ++it) {
     const std::string digest = (*it)[2];
     EXPECT_TRUE(built.count(digest) > 0)
         << kDocPath << " quotes the digest " << digest
-        << ", which is neither acquire.lua's (" << internal::lua::kAcquireSha1
-        << ") nor release.lua's (" << internal::lua::kReleaseSha1
+        << ", which is none of acquire.lua's (" << internal::lua::kAcquireSha1
+        << "), release.lua's (" << internal::lua::kReleaseSha1
+        << ") and batch.lua's (" << internal::lua::kBatchSha1
         << ") of this build; refer to the .sha1 files instead";
   }
 }
@@ -165,6 +166,9 @@ TEST(LuaDocTest, BuiltScriptFilesAreTheEmbeddedScripts) {
             std::string(internal::lua::kAcquireSha1) + "\n");
   EXPECT_EQ(ReadFile(dir + "release.lua.sha1"),
             std::string(internal::lua::kReleaseSha1) + "\n");
+  EXPECT_EQ(ReadFile(dir + "batch.lua"), internal::lua::kBatchScript);
+  EXPECT_EQ(ReadFile(dir + "batch.lua.sha1"),
+            std::string(internal::lua::kBatchSha1) + "\n");
 }
 
 }  // namespace

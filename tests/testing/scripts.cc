@@ -43,4 +43,13 @@ int64_t ScriptRelease(SyncClient& client, const LimitSpec& spec,
   return r.ok() ? *r : -1;
 }
 
+std::vector<absl::StatusOr<internal::BatchItemResult>> ScriptBatch(
+    SyncClient& client, const LimitSpec& spec, std::string_view prefix,
+    const std::vector<internal::BatchItem>& items, int64_t now_us) {
+  return internal::ParseBatchReply(
+      client.Eval(internal::lua::kBatchScript,
+                  internal::BatchArguments(spec, prefix, items, now_us)),
+      items);
+}
+
 }  // namespace tokenlease::testing

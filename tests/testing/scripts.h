@@ -1,10 +1,11 @@
-// The acquire and release scripts run by EVAL on a SyncClient, with
+// The acquire, release and batch scripts run by EVAL on a SyncClient, with
 // explicit times, as the Lua tests drive them (no RedisConnection).
 #ifndef TOKENLEASE_TESTS_TESTING_SCRIPTS_H_
 #define TOKENLEASE_TESTS_TESTING_SCRIPTS_H_
 
 #include <cstdint>
 #include <string_view>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "redis/script_call.h"
@@ -35,6 +36,12 @@ internal::AcquireResult ScriptAcquire(SyncClient& client, const LimitSpec& spec,
 int64_t ScriptRelease(SyncClient& client, const LimitSpec& spec,
                       std::string_view prefix, std::string_view name,
                       const internal::ReleaseArgs& args);
+
+// EVAL of the batch script for `items` on keys under `prefix` at `now_us`
+// (-1: the server's TIME): one result per item (ParseBatchReply).
+std::vector<absl::StatusOr<internal::BatchItemResult>> ScriptBatch(
+    SyncClient& client, const LimitSpec& spec, std::string_view prefix,
+    const std::vector<internal::BatchItem>& items, int64_t now_us);
 
 }  // namespace tokenlease::testing
 

@@ -326,6 +326,7 @@ class Parent {
   void ReadRedisFigures() {
     if (probe_ == nullptr) return;
     redis_.script_calls = probe_->ScriptCalls();
+    redis_.script_usec = probe_->ScriptUsec();
     redis_.commands_processed =
         probe_->Info("stats", "total_commands_processed");
     redis_.mem_end = probe_->Info("memory", "used_memory");

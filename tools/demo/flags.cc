@@ -34,7 +34,9 @@ constexpr Choice<Mode> kModes[] = {{"leased", Mode::kLeased},
                                    {"direct", Mode::kDirect}};
 constexpr Choice<KeyDist> kKeyDists[] = {{"hot", KeyDist::kHot},
                                          {"zipf", KeyDist::kZipf}};
-constexpr Choice<bool> kPacings[] = {{"sleep", true}, {"spin", false}};
+constexpr Choice<Pacing> kPacings[] = {{"sleep", Pacing::kSleep},
+                                       {"spin", Pacing::kSpin},
+                                       {"busy", Pacing::kBusy}};
 constexpr Choice<ColdKeyPolicy> kColdKeyPolicies[] = {
     {"deny", ColdKeyPolicy::kDeny},
     {"wait", ColdKeyPolicy::kWait},
@@ -89,7 +91,7 @@ const char* ColdKeyPolicyName(ColdKeyPolicy p) {
 const char* AlgorithmFlagName(Algorithm a) {
   return NameOf<Algorithm>(kAlgorithms, a);
 }
-const char* PacingName(bool sleep) { return NameOf<bool>(kPacings, sleep); }
+const char* PacingName(Pacing p) { return NameOf<Pacing>(kPacings, p); }
 
 }  // namespace tokenlease::tools
 
@@ -132,11 +134,13 @@ ABSL_FLAG(std::string, url, kDefaults.url,
 ABSL_FLAG(bool, use_handle, kDefaults.use_handle,
           "leased and local mode: decide the hot key through a handle "
           "resolved once");
-ABSL_FLAG(std::string, pacing,
-          tokenlease::tools::PacingName(kDefaults.pacing_sleep),
+ABSL_FLAG(std::string, pacing, tokenlease::tools::PacingName(kDefaults.pacing),
           "sleep: give the core away until ~20 us before each call; spin: "
           "busy-wait, yielding when the call is > 20 us away, so every load "
-          "thread holds a core");
+          "thread holds a core; busy: busy-wait with a pause instruction "
+          "only, never sleeping or yielding (no system call from a load "
+          "thread: for tracing the decision path), so every load thread "
+          "holds a core all the time");
 ABSL_FLAG(int, sample_every, kDefaults.sample_every,
           "time every Nth decision of a thread with steady_clock, 1 or more");
 ABSL_FLAG(int, lease_ttl_ms, kDefaults.lease_ttl_ms,
@@ -151,6 +155,10 @@ ABSL_FLAG(std::string, cold_key_policy,
           tokenlease::tools::ColdKeyPolicyName(kDefaults.cold_key_policy),
           "leased mode: LeaseOptions::cold_key_policy, deny, wait or "
           "local_share");
+ABSL_FLAG(double, local_share, kDefaults.local_share,
+          "leased mode: LeaseOptions::local_share, the fraction of the burst "
+          "a key without a lease may admit locally with "
+          "--cold_key_policy=local_share (default: the library's)");
 ABSL_FLAG(std::string, algorithm,
           tokenlease::tools::AlgorithmFlagName(kDefaults.algorithm),
           "local mode: token_bucket, gcra, fixed_window, sliding_counter or "
@@ -203,6 +211,9 @@ absl::Status ValidateLimiter(const DemoOptions& o) {
   s.Update(Check(o.max_lease_fraction > 0 && o.max_lease_fraction <= 1,
                  absl::StrCat("--max_lease_fraction is ", o.max_lease_fraction,
                               "; it must be more than 0 and at most 1")));
+  s.Update(Check(o.local_share > 0 && o.local_share <= 1,
+                 absl::StrCat("--local_share is ", o.local_share,
+                              "; it must be more than 0 and at most 1")));
   if (o.algorithm != Algorithm::kTokenBucket && o.mode != Mode::kLocal) {
     s.Update(absl::InvalidArgumentError(absl::StrCat(
         "--algorithm is ", AlgorithmFlagName(o.algorithm),
@@ -234,8 +245,8 @@ absl::StatusOr<DemoOptions> OptionsFromFlags() {
       ParseChoice<Mode>("mode", absl::GetFlag(FLAGS_mode), kModes, &o.mode);
   s.Update(ParseChoice<KeyDist>("keys", absl::GetFlag(FLAGS_keys), kKeyDists,
                                 &o.keys));
-  s.Update(ParseChoice<bool>("pacing", absl::GetFlag(FLAGS_pacing), kPacings,
-                             &o.pacing_sleep));
+  s.Update(ParseChoice<Pacing>("pacing", absl::GetFlag(FLAGS_pacing), kPacings,
+                               &o.pacing));
   s.Update(ParseChoice<ColdKeyPolicy>("cold_key_policy",
                                       absl::GetFlag(FLAGS_cold_key_policy),
                                       kColdKeyPolicies, &o.cold_key_policy));
@@ -257,6 +268,7 @@ absl::StatusOr<DemoOptions> OptionsFromFlags() {
   o.lease_ttl_ms = absl::GetFlag(FLAGS_lease_ttl_ms);
   o.idle_evict_ms = absl::GetFlag(FLAGS_idle_evict_ms);
   o.max_lease_fraction = absl::GetFlag(FLAGS_max_lease_fraction);
+  o.local_share = absl::GetFlag(FLAGS_local_share);
   o.live = absl::GetFlag(FLAGS_live);
   if (s = ValidateOptions(o); !s.ok()) return s;
   return o;

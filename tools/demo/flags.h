@@ -26,6 +26,12 @@ enum class Mode { kLeased, kLocal, kDirect };
 // One hot key, or Zipf-distributed keys (rank 0 is the hottest).
 enum class KeyDist { kHot, kZipf };
 
+// How a load thread waits for its next call: sleep (gives the core away),
+// spin (yields the core when the call is far, else pauses) or busy (only
+// pauses: no system call at all, so every load thread holds a core; for
+// tracing the decision path's own system calls).
+enum class Pacing { kSleep, kSpin, kBusy };
+
 inline constexpr int kMaxInstances = 64;
 inline constexpr int kMaxThreads = 64;
 inline constexpr int kMaxZipfKeys = 100'000'000;
@@ -51,12 +57,13 @@ struct DemoOptions {
   std::string csv = kCsvAuto;  // "" writes none
   std::string url;             // "" starts a private redis-server
   bool use_handle = false;
-  bool pacing_sleep = true;  // --pacing=sleep (false: spin)
+  Pacing pacing = Pacing::kSleep;
   int sample_every = 64;
   int lease_ttl_ms = 1000;
   int idle_evict_ms = 30000;
   double max_lease_fraction = 0.1;
-  ColdKeyPolicy cold_key_policy = ColdKeyPolicy::kDeny;
+  ColdKeyPolicy cold_key_policy = LeaseOptions{}.cold_key_policy;
+  double local_share = LeaseOptions{}.local_share;
   Algorithm algorithm = Algorithm::kTokenBucket;  // --mode=local only
   bool live = true;
 
@@ -71,7 +78,7 @@ const char* ModeName(Mode m);
 const char* KeyDistName(KeyDist k);
 const char* ColdKeyPolicyName(ColdKeyPolicy p);
 const char* AlgorithmFlagName(Algorithm a);
-const char* PacingName(bool sleep);
+const char* PacingName(Pacing p);
 
 // OK, or InvalidArgument naming the flag, its value and the accepted range,
 // e.g. "--instances is 0; it must be between 1 and 64". Pure: tests call it

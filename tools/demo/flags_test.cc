@@ -17,6 +17,8 @@ ABSL_DECLARE_FLAG(int, instances);
 ABSL_DECLARE_FLAG(double, offered);
 ABSL_DECLARE_FLAG(bool, live);
 ABSL_DECLARE_FLAG(std::string, cold_key_policy);
+ABSL_DECLARE_FLAG(std::string, pacing);
+ABSL_DECLARE_FLAG(double, local_share);
 
 namespace tokenlease::tools {
 namespace {
@@ -39,7 +41,9 @@ TEST(FlagsTest, DefaultsAreTheReadmeDemo) {
   EXPECT_EQ(o.seconds, 20);
   EXPECT_EQ(o.window_ms, 500);
   EXPECT_TRUE(o.live);
-  EXPECT_TRUE(o.pacing_sleep);
+  EXPECT_EQ(o.pacing, Pacing::kSleep);
+  EXPECT_EQ(o.local_share, LeaseOptions{}.local_share);
+  EXPECT_EQ(o.cold_key_policy, LeaseOptions{}.cold_key_policy);
   EXPECT_EQ(o.OfferedRate(), 100000);
 }
 
@@ -100,6 +104,24 @@ TEST(FlagsTest, ChoiceFlagsAreChecked) {
   ASSERT_TRUE(o.ok()) << o.status();
   EXPECT_EQ(o->mode, Mode::kDirect);
   EXPECT_EQ(o->cold_key_policy, ColdKeyPolicy::kWait);
+}
+
+TEST(FlagsTest, BusyPacingAndLocalShare) {
+  absl::FlagSaver saver;
+  absl::SetFlag(&FLAGS_pacing, "busy");
+  absl::SetFlag(&FLAGS_local_share, 0.25);
+  absl::StatusOr<DemoOptions> o = OptionsFromFlags();
+  ASSERT_TRUE(o.ok()) << o.status();
+  EXPECT_EQ(o->pacing, Pacing::kBusy);
+  EXPECT_EQ(o->local_share, 0.25);
+  EXPECT_EQ(PacingName(Pacing::kBusy), std::string("busy"));
+  absl::SetFlag(&FLAGS_pacing, "nap");
+  EXPECT_EQ(OptionsFromFlags().status().message(),
+            "--pacing is 'nap'; it must be sleep, spin or busy");
+  absl::SetFlag(&FLAGS_pacing, "sleep");
+  absl::SetFlag(&FLAGS_local_share, 0);
+  EXPECT_EQ(OptionsFromFlags().status().message(),
+            "--local_share is 0; it must be more than 0 and at most 1");
 }
 
 TEST(FlagsTest, RangeErrorsComeThroughOptionsFromFlags) {

@@ -3,6 +3,7 @@
 #include "demo/instance.h"
 
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
@@ -26,6 +27,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
+#include "demo/per_key.h"
 #include "demo/protocol.h"
 #include "demo/targets.h"
 #include "demo/workload.h"
@@ -65,14 +67,17 @@ void Bump(int64_t& x) {
 // counts and progress_ns may be read while it runs (see Bump), the rest
 // after join.
 struct alignas(64) ThreadResult {
-  explicit ThreadResult(int64_t windows)
+  ThreadResult(int64_t windows, int64_t keys)
       : offered(windows),
         admitted(windows),
         hot_offered(windows),
-        hot_admitted(windows) {}
+        hot_admitted(windows),
+        per_key(keys) {}
 
   std::vector<int64_t> offered, admitted, hot_offered, hot_admitted;
-  std::vector<int64_t> latency_ns;
+  // Samples of hot and of cold keys (workload.h, HotKeys).
+  std::vector<int64_t> latency_ns, latency_cold_ns;
+  KeyCounter per_key;
   int64_t errors = 0;
   int64_t first_ns = 0, last_ns = 0;
   // --live: a steady_clock time such that every decision the thread will
@@ -95,6 +100,7 @@ struct Load {
   const KeySet& keys;
   Target& target;
   int64_t start_ns;
+  int64_t hot_keys;  // ranks below this are hot (HotKeys)
   std::atomic<bool> stop{false};
 };
 
@@ -109,7 +115,8 @@ void DecideAndCount(const Load& load, size_t k, bool timed, int64_t now,
     res = load.target.Decide(k);
     now = SteadyNs();
     sample = now - a;
-    r.latency_ns.push_back(sample);
+    (static_cast<int64_t>(k) < load.hot_keys ? r.latency_ns : r.latency_cold_ns)
+        .push_back(sample);
   } else {
     res = load.target.Decide(k);
   }
@@ -120,6 +127,7 @@ void DecideAndCount(const Load& load, size_t k, bool timed, int64_t now,
   Bump(r.offered[w]);
   if (res < 0) ++r.errors;
   if (res > 0) Bump(r.admitted[w]);
+  r.per_key.Count(k, res > 0);
   if (k == 0) {
     Bump(r.hot_offered[w]);
     if (res > 0) Bump(r.hot_admitted[w]);
@@ -131,16 +139,25 @@ void DecideAndCount(const Load& load, size_t k, bool timed, int64_t now,
 }
 
 // Load thread `t`: paced decisions until the run's end or a stop request.
+// Named LoadThreadName(t), so that a tracer can find it
+// (bench/strace_decisions.sh).
 void RunThread(const Load& load, int t, LiveLatency* live, ThreadResult& r) {
   const DemoOptions& o = load.o;
+  pthread_setname_np(pthread_self(), LoadThreadName(t).c_str());
   const int64_t end_ns =
       load.start_ns + static_cast<int64_t>(o.seconds * 1e9 + 0.5);
   const double rate = o.OfferedRate() / (o.instances * o.threads);
-  r.latency_ns.reserve(
-      static_cast<size_t>(rate * o.seconds / o.sample_every * 1.1) + 16);
+  // Reserved up front: no allocation (and no system call for one) while
+  // the thread decides, unless it decides more than it was asked to.
+  const size_t samples =
+      static_cast<size_t>(rate * o.seconds / o.sample_every * 1.1) + 16;
+  r.latency_ns.reserve(samples);
+  if (load.hot_keys < static_cast<int64_t>(load.keys.names.size())) {
+    r.latency_cold_ns.reserve(samples);
+  }
   std::mt19937_64 rng(static_cast<uint64_t>(load.instance) * 1000003 + t + 1);
   Pacer pacer(FirstCallNs(o, load.instance, t, load.start_ns),
-              CallIntervalNs(o), o.pacing_sleep);
+              CallIntervalNs(o), o.pacing);
   std::atomic_ref<int64_t> progress(r.progress_ns);
   for (int64_t calls = 0;;) {
     const int64_t now = SteadyNs();
@@ -241,7 +258,7 @@ void SetUpProcess(const DemoOptions& o) {
   sigemptyset(&sigint);
   sigaddset(&sigint, SIGINT);
   sigprocmask(SIG_UNBLOCK, &sigint, nullptr);
-  if (o.pacing_sleep) prctl(PR_SET_TIMERSLACK, 1000UL);  // 1 us
+  if (o.pacing == Pacing::kSleep) prctl(PR_SET_TIMERSLACK, 1000UL);  // 1 us
 }
 
 // What the monitor leaves behind: the "S" lines, and the window it was in
@@ -285,8 +302,8 @@ MonitorResult RunMonitor(Load& load, const InstanceRole& role,
   return m;
 }
 
-// Everything after the run: window counts, latency samples, timing and the
-// target's counters, ending with "E".
+// Everything after the run: window counts, latency samples, per-key counts,
+// timing and the target's counters, ending with "E".
 std::string Results(const DemoOptions& o, std::vector<ThreadResult>& results,
                     Target& target) {
   std::string out;
@@ -309,7 +326,11 @@ std::string Results(const DemoOptions& o, std::vector<ThreadResult>& results,
     timing.last_ns = std::max(timing.last_ns, r.last_ns);
     timing.errors += r.errors;
     out += EncodeLatency(r.latency_ns);
+    out += EncodeLatency(r.latency_cold_ns, /*cold=*/true);
   }
+  std::vector<KeyCount> per_key;
+  for (const ThreadResult& r : results) r.per_key.AppendTo(per_key);
+  out += EncodeKeyCounts(SumByRank(std::move(per_key)));
   timing.peak_rss_kb = PeakRssKb();
   return out + EncodeTiming(timing) + EncodeFinal(target.Final()) + EncodeEnd();
 }
@@ -333,8 +354,13 @@ int RunInstance(const DemoOptions& o, const InstanceRole& role) {
                  role.index);
     return 1;
   }
-  Load load{o, role.index, keys, **target, *start_ns};
-  std::vector<ThreadResult> results(o.threads, ThreadResult(NumWindows(o)));
+  Load load{o, role.index, keys, **target, *start_ns, HotKeys(o)};
+  std::vector<ThreadResult> results;
+  results.reserve(o.threads);
+  for (int t = 0; t < o.threads; ++t) {
+    results.emplace_back(NumWindows(o),
+                         static_cast<int64_t>(keys.names.size()));
+  }
   std::vector<LiveLatency> live(o.live ? o.threads : 0);
   std::vector<std::thread> threads;
   for (int t = 0; t < o.threads; ++t) {

@@ -2,6 +2,7 @@
 #include "demo/protocol.h"
 
 #include <algorithm>
+#include <charconv>
 #include <cstdint>
 #include <initializer_list>
 #include <string>
@@ -11,12 +12,15 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
 
 namespace tokenlease::tools {
 namespace {
 
-// Most latency samples per "L" line (keeps lines short for the reader).
+// Most latency samples per "L" line and keys per "K" line (keeps lines
+// short for the reader).
 constexpr size_t kLatencyPerLine = 1000;
+constexpr size_t kKeysPerLine = 1000;
 
 // The FinalStats fields in "C" line order.
 constexpr int64_t FinalStats::*kFinalFields[] = {
@@ -73,15 +77,53 @@ void ApplyLive(const std::vector<int64_t>& v, InstanceReport& r) {
   lw->latency.assign(v.begin() + 10, v.end());
 }
 
-// How many numbers a line with `tag` carries (V: 10 + its own count; L:
-// any), or -1 for an unknown tag.
+// Appends the keys of a "K" line (its numbers in `numbers`) to the report.
+// Parsed here rather than through Numbers(): a run over 100,000 keys sends
+// that many triples per instance.
+absl::Status ApplyKeyCounts(absl::string_view numbers, absl::string_view line,
+                            InstanceReport& r) {
+  int64_t rank = r.key_counts.empty() ? -1 : r.key_counts.back().rank;
+  int64_t prev = -1, v[3];
+  size_t n = 0;
+  const char* p = numbers.data();
+  const char* const end = p + numbers.size();
+  for (;;) {
+    while (p < end && *p == ' ') ++p;
+    if (p == end) break;
+    const std::from_chars_result got = std::from_chars(p, end, v[n % 3]);
+    if (got.ec != std::errc() || (got.ptr < end && *got.ptr != ' ')) {
+      return Malformed(line, "a field is no integer");
+    }
+    p = got.ptr;
+    if (++n % 3 != 0) continue;
+    const int64_t d = v[0], offered = v[1], admitted = v[2];
+    if (d < 1 || offered < 1 || admitted < 0 || admitted > offered) {
+      return Malformed(line,
+                       "a key needs distance >= 1, offered >= 1 and "
+                       "0 <= admitted <= offered");
+    }
+    prev += d;
+    if (prev <= rank) return Malformed(line, "keys out of rank order");
+    rank = prev;
+    r.key_counts.push_back({rank, offered, admitted});
+  }
+  if (n == 0 || n % 3 != 0) {
+    return Malformed(line, "expected a multiple of 3 numbers");
+  }
+  return absl::OkStatus();
+}
+
+// How many numbers a line with `tag` carries (V: 10 + its own count; L and
+// LC: any), or -1 for an unknown tag ("K" lines do not come here).
 int64_t ExpectedNumbers(absl::string_view tag, const std::vector<int64_t>& v) {
   if (tag == "R" || tag == "E") return 0;
   if (tag == "S") return 4;
   if (tag == "W") return 5;
   if (tag == "T") return 4;
   if (tag == "C") return kNumFinalFields;
-  if (tag == "L") return static_cast<int64_t>(v.size());
+  if (tag == "L" || tag == "LC") {
+    return static_cast<int64_t>(v.size());
+  }
   if (tag == "V") return v.size() >= 10 ? 10 + v[9] : 10;
   return -1;
 }
@@ -127,12 +169,30 @@ std::string EncodeCounts(int64_t window, const WindowCounts& w) {
                       w.hot_offered, " ", w.hot_admitted, "\n");
 }
 
-std::string EncodeLatency(const std::vector<int64_t>& samples) {
+std::string EncodeLatency(const std::vector<int64_t>& samples, bool cold) {
   std::string out;
   for (size_t i = 0; i < samples.size(); i += kLatencyPerLine) {
-    out += "L";
+    out += cold ? "LC" : "L";
     const size_t end = std::min(samples.size(), i + kLatencyPerLine);
     for (size_t j = i; j < end; ++j) absl::StrAppend(&out, " ", samples[j]);
+    out += "\n";
+  }
+  return out;
+}
+
+std::string EncodeKeyCounts(const std::vector<KeyCount>& counts) {
+  std::string out;
+  out.reserve(counts.size() * 8);
+  for (size_t i = 0; i < counts.size(); i += kKeysPerLine) {
+    out += "K";
+    const size_t end = std::min(counts.size(), i + kKeysPerLine);
+    int64_t prev = -1;
+    for (size_t j = i; j < end; ++j) {
+      const KeyCount& k = counts[j];
+      absl::StrAppend(&out, " ", k.rank - prev, " ", k.offered, " ",
+                      k.admitted);
+      prev = k.rank;
+    }
     out += "\n";
   }
   return out;
@@ -167,6 +227,10 @@ absl::StatusOr<int64_t> DecodeStart(absl::string_view line) {
 }
 
 absl::Status ApplyLine(absl::string_view line, InstanceReport& report) {
+  if (absl::string_view rest = line;
+      absl::ConsumePrefix(&rest, "K") && (rest.empty() || rest[0] == ' ')) {
+    return ApplyKeyCounts(rest, line, report);
+  }
   const std::vector<absl::string_view> fields =
       absl::StrSplit(line, ' ', absl::SkipEmpty());
   if (fields.empty()) return Malformed(line, "empty");
@@ -191,7 +255,10 @@ absl::Status ApplyLine(absl::string_view line, InstanceReport& report) {
         *v, 1, WindowAt(report.windows, (*v)[0]),
         {&WindowCounts::keys, &WindowCounts::rss_kb, &WindowCounts::commands});
   }
-  if (tag == "L") {
+  if (tag == "L" || tag == "LC") {
+    std::vector<int64_t>& cls =
+        tag == "L" ? report.latency_hot : report.latency_cold;
+    cls.insert(cls.end(), v->begin(), v->end());
     report.latency.insert(report.latency.end(), v->begin(), v->end());
   }
   if (tag == "T") report.timing = {(*v)[0], (*v)[1], (*v)[2], (*v)[3]};

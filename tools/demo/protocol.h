@@ -15,7 +15,14 @@
 //   S w k r c                  sampled at window w's end: keys, RSS KiB,
 //                              Redis commands so far
 //   W w o a ho ha              window w's final counts
-//   L l1 l2 ...                latency samples (ns), up to 1000 a line
+//   L l1 l2 ...                latency samples (ns) of hot keys, up to
+//                              1000 a line (workload.h, HotKeys)
+//   LC l1 l2 ...               the same for cold keys
+//   K d1 o1 a1 d2 o2 a2 ...    per-key counts of the keys offered anything,
+//                              in rank order, up to 1000 keys a line: for
+//                              each key the rank's distance from the
+//                              previous key's (from -1 at the line's start,
+//                              so >= 1), offered (>= 1) and admitted
 //   T first last errors peak   first and last decision (ns), decisions
 //                              without an answer, peak RSS KiB
 //   C c1 .. c13                final counters (FinalStats, in its order)
@@ -62,6 +69,12 @@ struct FinalStats {
   FinalStats& operator+=(const FinalStats& other);
 };
 
+// One key's counts over the run ("K" lines; per_key.h).
+struct KeyCount {
+  int64_t rank = 0, offered = 0, admitted = 0;
+  bool operator==(const KeyCount&) const = default;
+};
+
 // "T" line.
 struct RunTiming {
   int64_t first_ns = 0, last_ns = 0, errors = 0, peak_rss_kb = 0;
@@ -76,7 +89,9 @@ struct InstanceReport {
   bool done = false;   // "E" seen
   std::vector<WindowCounts> windows;
   std::vector<LiveWindow> live;
-  std::vector<int64_t> latency;
+  std::vector<int64_t> latency;  // all samples: hot, then cold
+  std::vector<int64_t> latency_hot, latency_cold;
+  std::vector<KeyCount> key_counts;  // in rank order
   RunTiming timing;
   FinalStats stats;
 };
@@ -88,15 +103,20 @@ inline constexpr size_t kMaxLiveSamples = 4096;
 std::vector<int64_t> ThinEvenly(const std::vector<int64_t>& samples,
                                 size_t max);
 
-// Encoders, one line each (with its '\n'), except EncodeLatency (as many
-// "L" lines as needed; none for no samples).
+// Encoders, one line each (with its '\n'), except EncodeLatency and
+// EncodeKeyCounts (as many lines as needed; none for no samples or keys).
 std::string EncodeStart(int64_t start_ns);
 std::string EncodeReady();
 std::string EncodeLive(int64_t window, const LiveWindow& w);
 std::string EncodeSample(int64_t window, int64_t keys, int64_t rss_kb,
                          int64_t commands);
 std::string EncodeCounts(int64_t window, const WindowCounts& w);
-std::string EncodeLatency(const std::vector<int64_t>& samples);
+// "L" lines (hot keys' samples), or "LC" lines if `cold`.
+std::string EncodeLatency(const std::vector<int64_t>& samples,
+                          bool cold = false);
+// `counts` must be in rank order without repeats (SumByRank) and hold only
+// keys offered anything.
+std::string EncodeKeyCounts(const std::vector<KeyCount>& counts);
 std::string EncodeTiming(const RunTiming& t);
 std::string EncodeFinal(const FinalStats& s);
 std::string EncodeEnd();

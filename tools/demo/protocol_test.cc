@@ -1,6 +1,7 @@
 // Round trips of the parent/instance line protocol.
 #include "demo/protocol.h"
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -58,6 +59,55 @@ TEST(ProtocolTest, ResultsRoundTrip) {
   EXPECT_EQ(r.stats.keys, 10);
   EXPECT_EQ(r.stats.commands_at_end_of_run, 12);
   EXPECT_EQ(r.stats.timeouts, 13);
+}
+
+TEST(ProtocolTest, LatencyClassesRoundTrip) {
+  InstanceReport r(/*windows=*/1, /*live=*/false);
+  const std::string text = EncodeLatency({10, 20}) +
+                           EncodeLatency({30}, /*cold=*/true) +
+                           EncodeLatency({}, /*cold=*/true);
+  EXPECT_EQ(text, "L 10 20\nLC 30\n");
+  ASSERT_TRUE(ApplyAll(text, r).ok());
+  EXPECT_THAT(r.latency_hot, ElementsAre(10, 20));
+  EXPECT_THAT(r.latency_cold, ElementsAre(30));
+  EXPECT_THAT(r.latency, ElementsAre(10, 20, 30));
+}
+
+TEST(ProtocolTest, KeyCountsAreDeltaEncoded) {
+  const std::vector<KeyCount> counts = {{0, 5, 3}, {1, 1, 1}, {42, 2, 0}};
+  EXPECT_EQ(EncodeKeyCounts(counts), "K 1 5 3 1 1 1 41 2 0\n");
+  EXPECT_EQ(EncodeKeyCounts({}), "");
+  InstanceReport r(/*windows=*/1, /*live=*/false);
+  ASSERT_TRUE(ApplyAll(EncodeKeyCounts(counts), r).ok());
+  EXPECT_EQ(r.key_counts, counts);
+}
+
+TEST(ProtocolTest, ManyKeyCountsRoundTrip) {
+  // 100,000 keys as a Zipf run's tail sends them: every third rank, most
+  // offered once; split over 100 lines.
+  std::vector<KeyCount> counts;
+  for (int64_t i = 0; i < 100000; ++i) {
+    counts.push_back({3 * i + 1, i < 100 ? 1000 + i : 1, i % 2});
+  }
+  const std::string text = EncodeKeyCounts(counts);
+  EXPECT_EQ(std::count(text.begin(), text.end(), '\n'), 100);
+  EXPECT_LT(text.size(), 8 * counts.size());  // about 7 bytes a key
+  InstanceReport r(/*windows=*/1, /*live=*/false);
+  ASSERT_TRUE(ApplyAll(text, r).ok());
+  EXPECT_EQ(r.key_counts, counts);
+}
+
+TEST(ProtocolTest, MalformedKeyCounts) {
+  InstanceReport r(/*windows=*/1, /*live=*/false);
+  EXPECT_THAT(ApplyLine("K 1 2", r).message(), HasSubstr("multiple of 3"));
+  EXPECT_THAT(ApplyLine("K", r).message(), HasSubstr("multiple of 3"));
+  EXPECT_FALSE(ApplyLine("K 0 1 1", r).ok());  // distance 0
+  EXPECT_FALSE(ApplyLine("K 1 0 0", r).ok());  // offered nothing
+  EXPECT_FALSE(ApplyLine("K 1 1 2", r).ok());  // admitted > offered
+  ASSERT_TRUE(ApplyLine("K 6 1 1", r).ok());   // rank 5
+  EXPECT_THAT(ApplyLine("K 5 1 1", r).message(), HasSubstr("rank order"));
+  ASSERT_TRUE(ApplyLine("K 7 1 1", r).ok());  // rank 6, in a new line
+  EXPECT_THAT(r.key_counts, ElementsAre(KeyCount{5, 1, 1}, KeyCount{6, 1, 1}));
 }
 
 TEST(ProtocolTest, LiveWindowRoundTrip) {

@@ -27,12 +27,30 @@ int64_t InfoField(absl::string_view info, absl::string_view name) {
   return absl::SimpleAtoi(InfoText(info, name), &v) ? v : -1;
 }
 
+namespace {
+
+// `field`= of cmdstat_<command> ("calls=1,usec=2,..."); 0 if absent.
+int64_t CommandStat(absl::string_view info, absl::string_view command,
+                    absl::string_view field) {
+  const std::string stats = InfoText(info, absl::StrCat("cmdstat_", command));
+  const std::string key = absl::StrCat(field, "=");
+  for (absl::string_view part : absl::StrSplit(stats, ',')) {
+    int64_t v = 0;
+    if (absl::ConsumePrefix(&part, key) && absl::SimpleAtoi(part, &v)) {
+      return v;
+    }
+  }
+  return 0;
+}
+
+}  // namespace
+
 int64_t CommandCalls(absl::string_view info, absl::string_view command) {
-  const std::string calls = InfoText(info, absl::StrCat("cmdstat_", command));
-  absl::string_view rest = calls;
-  if (!absl::ConsumePrefix(&rest, "calls=")) return 0;
-  int64_t v = 0;
-  return absl::SimpleAtoi(rest.substr(0, rest.find(',')), &v) ? v : 0;
+  return CommandStat(info, command, "calls");
+}
+
+int64_t CommandUsec(absl::string_view info, absl::string_view command) {
+  return CommandStat(info, command, "usec");
 }
 
 void RedisProbe::Free::operator()(redisContext* c) const { redisFree(c); }
@@ -80,6 +98,11 @@ int64_t RedisProbe::Info(const char* section, absl::string_view name) {
 int64_t RedisProbe::ScriptCalls() {
   const std::string info = Command("INFO commandstats");
   return CommandCalls(info, "evalsha") + CommandCalls(info, "eval");
+}
+
+int64_t RedisProbe::ScriptUsec() {
+  const std::string info = Command("INFO commandstats");
+  return CommandUsec(info, "evalsha") + CommandUsec(info, "eval");
 }
 
 }  // namespace tokenlease::tools

@@ -23,6 +23,9 @@ std::string InfoText(absl::string_view info, absl::string_view name);
 
 // calls= of cmdstat_<command> in INFO commandstats output; 0 if absent.
 int64_t CommandCalls(absl::string_view info, absl::string_view command);
+// usec= (the server's CPU time in the command) of cmdstat_<command> in INFO
+// commandstats output; 0 if absent.
+int64_t CommandUsec(absl::string_view info, absl::string_view command);
 
 class RedisProbe {
  public:
@@ -38,6 +41,8 @@ class RedisProbe {
   int64_t Info(const char* section, absl::string_view name);
   // EVALSHA + EVAL calls since the last CONFIG RESETSTAT.
   int64_t ScriptCalls();
+  // usec= of EVALSHA + EVAL since the last CONFIG RESETSTAT.
+  int64_t ScriptUsec();
   // True if the server answers PING.
   bool Ping() { return Command("PING") == "PONG"; }
 

@@ -27,5 +27,11 @@ TEST(RedisProbeTest, CommandCalls) {
   EXPECT_EQ(CommandCalls(kInfo, "get"), 0);
 }
 
+TEST(RedisProbeTest, CommandUsec) {
+  EXPECT_EQ(CommandUsec(kInfo, "evalsha"), 5678);  // not usec_per_call
+  EXPECT_EQ(CommandUsec(kInfo, "eval"), 100);
+  EXPECT_EQ(CommandUsec(kInfo, "get"), 0);
+}
+
 }  // namespace
 }  // namespace tokenlease::tools

@@ -7,11 +7,13 @@
 #include <cstdlib>
 #include <ctime>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "demo/format.h"
+#include "demo/per_key.h"
 #include "demo/targets.h"
 #include "demo/workload.h"
 
@@ -61,6 +63,12 @@ Bounds ComputeBounds(const DemoOptions& o) {
                ? static_cast<int64_t>(
                      o.instances * (2 * static_cast<double>(b.max_lease) - 1))
                : 0;
+  b.local_allowance =
+      o.mode == Mode::kLeased && o.cold_key_policy == ColdKeyPolicy::kLocalShare
+          ? std::max<int64_t>(
+                1, static_cast<int64_t>(o.local_share *
+                                        static_cast<double>(b.burst)))
+          : 0;
   return b;
 }
 
@@ -73,13 +81,23 @@ Totals Aggregate(const RunRecord& run) {
     t.hot_offered += t.all.back().hot_offered;
     t.hot_admitted += t.all.back().hot_admitted;
   }
+  std::vector<KeyCount> per_key;
   for (const InstanceReport& r : run.reports) {
     t.last_ns = std::max(t.last_ns, r.timing.last_ns);
     t.errors += r.timing.errors;
     t.latency.insert(t.latency.end(), r.latency.begin(), r.latency.end());
+    t.latency_hot.insert(t.latency_hot.end(), r.latency_hot.begin(),
+                         r.latency_hot.end());
+    t.latency_cold.insert(t.latency_cold.end(), r.latency_cold.begin(),
+                          r.latency_cold.end());
+    per_key.insert(per_key.end(), r.key_counts.begin(), r.key_counts.end());
     t.stats += r.stats;
   }
-  std::sort(t.latency.begin(), t.latency.end());
+  for (std::vector<int64_t>* v :
+       {&t.latency, &t.latency_hot, &t.latency_cold}) {
+    std::sort(v->begin(), v->end());
+  }
+  t.per_key = SumByRank(std::move(per_key));
   t.duration_s = static_cast<double>(t.last_ns - run.start_ns) / 1e9;
   return t;
 }
@@ -95,8 +113,7 @@ std::string Banner(const DemoOptions& o) {
       "(%s) offered=%s/s seconds=%g window=%dms pacing=%s%s\n",
       ModeName(o.mode), KeyDistName(o.keys), o.instances, o.threads, o.limit,
       algorithm, Fmt(o.OfferedRate()), o.seconds, o.window_ms,
-      PacingName(o.pacing_sleep),
-      o.use_handle ? " (hot key through a handle)" : "");
+      PacingName(o.pacing), o.use_handle ? " (hot key through a handle)" : "");
   if (o.keys == KeyDist::kZipf) {
     const double p0 = ZipfP0(o);
     absl::StrAppendFormat(
@@ -109,9 +126,14 @@ std::string Banner(const DemoOptions& o) {
     absl::StrAppendFormat(
         &out,
         "lease options: lease_ttl=%dms max_lease_fraction=%g (max lease %d "
-        "tokens) cold_key_policy=%s idle_evict=%dms, others default\n",
+        "tokens) cold_key_policy=%s%s idle_evict=%dms, others default\n",
         o.lease_ttl_ms, o.max_lease_fraction, b.max_lease,
-        ColdKeyPolicyName(o.cold_key_policy), o.idle_evict_ms);
+        ColdKeyPolicyName(o.cold_key_policy),
+        o.cold_key_policy == ColdKeyPolicy::kLocalShare
+            ? absl::StrFormat(" local_share=%g (A = %d per key and instance)",
+                              o.local_share, b.local_allowance)
+            : "",
+        o.idle_evict_ms);
   }
   if (o.mode == Mode::kLocal) {
     const int64_t per = o.limit / o.instances;
@@ -277,6 +299,98 @@ void AppendSpans(const DemoOptions& o, const Bounds& b, const Totals& t,
   }
 }
 
+// The percentiles of `sorted`, as on the overall latency line.
+std::string LatencyFigures(const std::vector<int64_t>& sorted) {
+  return absl::StrFormat(
+      "%d samples, p50 %d ns, p99 %d ns, p999 %d ns, max %d ns", sorted.size(),
+      Percentile(sorted, 0.50), Percentile(sorted, 0.99),
+      Percentile(sorted, 0.999), sorted.empty() ? 0 : sorted.back());
+}
+
+// The latency of hot and of cold keys (workload.h, HotKeys).
+void AppendLatencyByClass(const DemoOptions& o, const Totals& t,
+                          std::string& out) {
+  if (o.keys == KeyDist::kHot) {
+    absl::StrAppend(&out, "  hot keys (the one key of --keys=hot): ",
+                    LatencyFigures(t.latency_hot),
+                    "\n  cold keys: none (--keys=hot)\n");
+    return;
+  }
+  const int64_t hot = HotKeys(o);
+  const std::string ranks =
+      hot == 0 ? "none" : absl::StrCat("ranks 0-", hot - 1, ", ", hot, " keys");
+  absl::StrAppendFormat(
+      &out,
+      "  hot keys (offered rate >= %g%% of the limit, i.e. >= %g/s: %s): %s\n",
+      100 * kHotFraction, kHotFraction * static_cast<double>(o.limit), ranks,
+      LatencyFigures(t.latency_hot));
+  absl::StrAppendFormat(&out, "  cold keys (ranks %d+): %s\n", hot,
+                        LatencyFigures(t.latency_cold));
+}
+
+// What A and M are in this run (per_key.h).
+std::string AllowanceTerms(const DemoOptions& o, const Bounds& b) {
+  if (o.mode != Mode::kLeased) {
+    return absl::StrCat("A = M = 0 in ", ModeName(o.mode), " mode");
+  }
+  const std::string a =
+      o.cold_key_policy == ColdKeyPolicy::kLocalShare
+          ? absl::StrFormat(
+                "A = max(1, floor(local_share x burst)) = max(1, floor(%g x "
+                "%d)) = %d",
+                o.local_share, b.burst, b.local_allowance)
+          : absl::StrCat("A = 0 with --cold_key_policy=",
+                         ColdKeyPolicyName(o.cold_key_policy));
+  return absl::StrFormat("%s; M = 2 x max lease - 1 = 2 x %d - 1", a,
+                         b.max_lease);
+}
+
+// The per-key ideal admission, by rank group, and the keys over their
+// bound (--keys=zipf).
+void AppendPerKey(const DemoOptions& o, const Bounds& b, const Totals& t,
+                  std::string& out) {
+  if (o.keys != KeyDist::kZipf) return;
+  const PerKeySummary s = SummarisePerKey(o, t.per_key, t.duration_s);
+  auto pct = [](double part, double whole) {
+    return whole > 0 ? 100.0 * part / whole : 0.0;
+  };
+  absl::StrAppendFormat(
+      &out,
+      "per-key ideal admission (sum over the %d keys offered anything of "
+      "min(offered, burst + limit x duration = %s)): %s; admitted %d = "
+      "%.2f%% of it (offered %d)\n",
+      s.keys, Fmt(s.bound.Ideal()), Fmt(s.ideal), s.admitted,
+      pct(s.admitted, s.ideal), s.offered);
+  for (const RankGroup& g : s.groups) {
+    absl::StrAppendFormat(
+        &out,
+        "  Zipf ranks %s: %d keys offered anything, offered %d, ideal %s, "
+        "admitted %d = %.2f%% of ideal\n",
+        g.Label(), g.keys, g.offered, Fmt(g.ideal), g.admitted,
+        pct(g.admitted, g.ideal));
+  }
+  absl::StrAppendFormat(&out, "per-key bound = %s (%s)\n", s.bound.Formula(),
+                        AllowanceTerms(o, b));
+  const double bound = s.bound.Value();
+  absl::StrAppendFormat(
+      &out,
+      "keys over their bound: %d of %d%s; largest admitted / bound %.4f (%s, "
+      "rank %d: admitted %d of %s)\n",
+      s.over, s.keys, s.over == 0 ? " (within)" : "", s.max_ratio,
+      KeyName(o, s.max_key.rank), s.max_key.rank, s.max_key.admitted,
+      Fmt(bound));
+  if (s.over > 0) {
+    absl::StrAppendFormat(&out, "KEYS OVER BOUND: %d (the worst %d:)\n", s.over,
+                          s.worst.size());
+    for (const KeyCount& k : s.worst) {
+      absl::StrAppendFormat(
+          &out, "KEYS OVER BOUND: %s rank %d admitted %d > bound %s (+%s)\n",
+          KeyName(o, k.rank), k.rank, k.admitted, Fmt(bound),
+          Fmt(static_cast<double>(k.admitted) - bound));
+    }
+  }
+}
+
 // Per-window hot-key counts, per-instance totals and the latency.
 void AppendDistribution(const DemoOptions& o, const RunRecord& run,
                         const Totals& t, std::string& out) {
@@ -303,6 +417,7 @@ void AppendDistribution(const DemoOptions& o, const RunRecord& run,
       o.sample_every, t.latency.size(), Percentile(t.latency, 0.50),
       Percentile(t.latency, 0.99), Percentile(t.latency, 0.999),
       t.latency.empty() ? 0 : t.latency.back());
+  AppendLatencyByClass(o, t, out);
 }
 
 // Redis commands, lease counters and timeouts (not for local mode).
@@ -326,6 +441,18 @@ void AppendRedis(const DemoOptions& o, const Totals& t,
       "(includes the GET/SET/TIME run inside the scripts and this demo's "
       "INFO probes)\n",
       redis.script_calls, redis.commands_processed);
+  if (redis.script_usec >= 0) {
+    absl::StrAppendFormat(
+        &out,
+        "redis CPU in scripts (INFO commandstats usec of EVALSHA+EVAL, "
+        "includes the shutdown's returns): %d us = %.3f us per decision "
+        "offered (%.2f us per script call)\n",
+        redis.script_usec,
+        t.offered ? static_cast<double>(redis.script_usec) / t.offered : 0.0,
+        redis.script_calls > 0
+            ? static_cast<double>(redis.script_usec) / redis.script_calls
+            : 0.0);
+  }
   if (o.mode == Mode::kLeased) {
     absl::StrAppendFormat(
         &out,
@@ -383,6 +510,7 @@ std::string Summary(const DemoOptions& o, const RunRecord& run, const Totals& t,
   AppendOffered(o, t, out);
   AppendTotalBound(o, b, t, out);
   AppendSpans(o, b, t, out);
+  AppendPerKey(o, b, t, out);
   AppendDistribution(o, run, t, out);
   AppendRedis(o, t, redis, out);
   AppendMemory(o, run, t, redis, out);

@@ -27,9 +27,11 @@
 
 namespace tokenlease::tools {
 
-// B, the largest lease and H (see above).
+// B, the largest lease and H (see above), and A, what one instance may admit
+// for a key without a lease (leased mode with --cold_key_policy=local_share:
+// max(1, floor(local_share x B)); else 0; per_key.h).
 struct Bounds {
-  int64_t burst = 0, max_lease = 0, held = 0;
+  int64_t burst = 0, max_lease = 0, held = 0, local_allowance = 0;
 };
 // The bounds' terms for the run's options.
 Bounds ComputeBounds(const DemoOptions& o);
@@ -48,6 +50,9 @@ struct RedisFigures {
   int64_t mem_before = -1, mem_end = -1;
   std::vector<int64_t> mem_per_window;  // -1 where not sampled
   int64_t script_calls = -1, commands_processed = -1, dbsize = -1;
+  // usec= of EVALSHA + EVAL in INFO commandstats: the server's CPU time in
+  // the scripts.
+  int64_t script_usec = -1;
 };
 
 // Sums over the instances.
@@ -56,8 +61,10 @@ struct Totals {
   int64_t last_ns = 0, errors = 0;
   int64_t offered = 0, admitted = 0, hot_offered = 0, hot_admitted = 0;
   FinalStats stats;
-  std::vector<int64_t> latency;  // sorted
-  double duration_s = 0;         // start to the last decision
+  std::vector<int64_t> latency;                    // sorted
+  std::vector<int64_t> latency_hot, latency_cold;  // sorted
+  std::vector<KeyCount> per_key;  // in rank order, summed over instances
+  double duration_s = 0;          // start to the last decision
 };
 // Sums the run's windows (those in run.windows) and counters over its
 // instances.

@@ -27,7 +27,8 @@ RunRecord MakeRun(const DemoOptions& o, int64_t per_window) {
     w.admitted = w.hot_admitted = per_window;
   }
   r.timing.last_ns = run.start_ns + 2'000'000'000;
-  r.latency = {100, 200, 300};
+  r.latency = r.latency_hot = {100, 200, 300};
+  r.key_counts = {{0, 40 * per_window, 4 * per_window}};
   return run;
 }
 
@@ -68,6 +69,115 @@ TEST(ReportTest, HeldTokensOfLeasedMode) {
   EXPECT_EQ(b.burst, 10000);
   EXPECT_EQ(b.max_lease, 1000);
   EXPECT_EQ(b.held, 4 * 1999);
+}
+
+TEST(ReportTest, HotModeLatencyIsAllHot) {
+  const DemoOptions o = Local();
+  const RunRecord run = MakeRun(o, 5000);
+  const std::string s = Summary(o, run, Aggregate(run), RedisFigures{});
+  EXPECT_THAT(s, HasSubstr("hot keys (the one key of --keys=hot): 3 samples, "
+                           "p50 200 ns"));
+  EXPECT_THAT(s, HasSubstr("cold keys: none"));
+  EXPECT_THAT(s, Not(HasSubstr("per-key")));  // --keys=zipf only
+}
+
+// A leased Zipf run over 1 s, 2 instances, limit 100 (max lease 10, M 19),
+// local share A = 1: per-key bound 100 + 100 + 2 x 20 = 240.
+DemoOptions ZipfLeased() {
+  DemoOptions o;
+  o.keys = KeyDist::kZipf;
+  o.zipf_keys = 100000;
+  o.zipf_s = 1.1;
+  o.instances = 2;
+  o.threads = 1;
+  o.limit = 100;
+  o.offered = 4700;
+  o.seconds = 1;
+  o.cold_key_policy = ColdKeyPolicy::kLocalShare;
+  o.local_share = 0.01;
+  o.csv = "";
+  return o;
+}
+
+RunRecord ZipfRun(const std::vector<std::vector<KeyCount>>& per_instance) {
+  RunRecord run;
+  run.start_ns = 1'000'000'000;
+  run.windows = 2;
+  for (const std::vector<KeyCount>& keys : per_instance) {
+    run.reports.emplace_back(run.windows, false);
+    InstanceReport& r = run.reports.back();
+    r.key_counts = keys;
+    for (const KeyCount& k : keys) {
+      r.windows[0].offered += k.offered;
+      r.windows[0].admitted += k.admitted;
+    }
+    r.timing.last_ns = run.start_ns + 1'000'000'000;
+    r.latency_hot = {100, 110};
+    r.latency_cold = {5000};
+    r.latency = {100, 110, 5000};
+  }
+  return run;
+}
+
+TEST(ReportTest, PerKeyIdealAndBoundOfAZipfRun) {
+  const DemoOptions o = ZipfLeased();
+  // Rank 0: 1000 offered, 230 admitted over both instances (ideal 200);
+  // rank 5000: 2 offered, 1 admitted.
+  const RunRecord run =
+      ZipfRun({{{0, 500, 120}, {5000, 1, 1}}, {{0, 500, 110}, {5000, 1, 0}}});
+  const Totals t = Aggregate(run);
+  ASSERT_EQ(t.per_key.size(), 2u);
+  EXPECT_EQ(t.per_key[0], (KeyCount{0, 1000, 230}));
+  const std::string s = Summary(o, run, t, RedisFigures{});
+  EXPECT_THAT(s, HasSubstr("per-key ideal admission (sum over the 2 keys "
+                           "offered anything of min(offered, burst + limit x "
+                           "duration = 200)): 202; admitted 231 = 114.36% of "
+                           "it (offered 1002)"));
+  EXPECT_THAT(s, HasSubstr("Zipf ranks 0-99: 1 keys offered anything, "
+                           "offered 1000, ideal 200, admitted 230 = 115.00% "
+                           "of ideal"));
+  EXPECT_THAT(s, HasSubstr("Zipf ranks 1000-9999: 1 keys"));
+  EXPECT_THAT(s, HasSubstr("Zipf ranks 10000+: 0 keys"));
+  EXPECT_THAT(s, HasSubstr("per-key bound = burst + limit x duration + "
+                           "instances x (A + M) = 100 + 100 x 1.000 + 2 x "
+                           "(1 + 19) = 240 (A = max(1, floor(local_share x "
+                           "burst)) = max(1, floor(0.01 x 100)) = 1; M = 2 x "
+                           "max lease - 1 = 2 x 10 - 1)"));
+  EXPECT_THAT(s, HasSubstr("keys over their bound: 0 of 2 (within); largest "
+                           "admitted / bound 0.9583 (user:00000000, rank 0"));
+  EXPECT_THAT(s, Not(HasSubstr("KEYS OVER BOUND")));
+  EXPECT_THAT(s, HasSubstr("hot keys (offered rate >= 10% of the limit"));
+  EXPECT_THAT(s, HasSubstr("cold keys (ranks "));
+  EXPECT_THAT(s, HasSubstr("): 4 samples, p50 100 ns"));   // hot
+  EXPECT_THAT(s, HasSubstr("): 2 samples, p50 5000 ns"));  // cold
+}
+
+TEST(ReportTest, KeysOverBound) {
+  DemoOptions o = ZipfLeased();
+  o.mode = Mode::kDirect;  // bound 200
+  const RunRecord run = ZipfRun({{{0, 500, 150}, {3, 500, 120}, {7, 500, 200}},
+                                 {{0, 500, 100}, {3, 500, 90}}});
+  const std::string s = Summary(o, run, Aggregate(run), RedisFigures{});
+  EXPECT_THAT(s, HasSubstr("(A = M = 0 in direct mode)"));
+  EXPECT_THAT(s, HasSubstr("keys over their bound: 2 of 3;"));
+  EXPECT_THAT(s, HasSubstr("KEYS OVER BOUND: 2"));
+  EXPECT_THAT(s, HasSubstr("KEYS OVER BOUND: user:00000000 rank 0 admitted "
+                           "250 > bound 200 (+50)"));
+  EXPECT_THAT(s, HasSubstr("KEYS OVER BOUND: user:00000003 rank 3 admitted "
+                           "210 > bound 200 (+10)"));
+}
+
+TEST(ReportTest, RedisCpuPerDecision) {
+  DemoOptions o = ZipfLeased();
+  o.mode = Mode::kDirect;
+  const RunRecord run = ZipfRun({{{0, 500, 100}}, {{0, 500, 100}}});
+  RedisFigures redis;
+  redis.ok = true;
+  redis.script_calls = 1000;
+  redis.script_usec = 3000;
+  const std::string s = Summary(o, run, Aggregate(run), redis);
+  EXPECT_THAT(s, HasSubstr("): 3000 us = 3.000 us per decision offered "
+                           "(3.00 us per script call)"));
 }
 
 TEST(ReportTest, LiveRowWaitsForEveryInstance) {

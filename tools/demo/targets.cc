@@ -205,6 +205,7 @@ LeaseOptions MakeLeaseOptions(const DemoOptions& o) {
   l.idle_evict = std::max(absl::Milliseconds(o.idle_evict_ms), 2 * l.lease_ttl);
   l.max_lease_fraction = o.max_lease_fraction;
   l.cold_key_policy = o.cold_key_policy;
+  l.local_share = o.local_share;
   return l;
 }
 

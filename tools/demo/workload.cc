@@ -9,6 +9,7 @@
 #include <cmath>
 #include <thread>
 
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 
 namespace tokenlease::tools {
@@ -60,11 +61,16 @@ KeySet MakeKeys(const DemoOptions& o) {
   k.cdf.reserve(o.zipf_keys);
   double sum = 0;
   for (int i = 0; i < o.zipf_keys; ++i) {
-    k.names.push_back(absl::StrFormat("user:%08d", i));
+    k.names.push_back(KeyName(o, i));
     sum += ZipfWeight(i, o.zipf_s);
     k.cdf.push_back(sum);
   }
   return k;
+}
+
+std::string KeyName(const DemoOptions& o, int64_t rank) {
+  if (o.keys == KeyDist::kHot) return "hot";
+  return absl::StrFormat("user:%08d", rank);
 }
 
 double ZipfP0(const DemoOptions& o) {
@@ -74,15 +80,36 @@ double ZipfP0(const DemoOptions& o) {
   return 1.0 / sum;
 }
 
+int64_t HotKeys(const DemoOptions& o) {
+  if (o.keys == KeyDist::kHot) return 1;
+  // Rank i's rate is p0 x weight(i) x offered; weight(0) = 1.
+  const double p0_rate = ZipfP0(o) * o.OfferedRate();
+  const double threshold = kHotFraction * static_cast<double>(o.limit);
+  if (p0_rate < threshold) return 0;
+  // weight(i) = (i + 1)^-s >= threshold / p0_rate  <=>
+  // i + 1 <= (p0_rate / threshold)^(1/s); checked around the estimate
+  // against rounding.
+  int64_t n = static_cast<int64_t>(std::pow(p0_rate / threshold, 1 / o.zipf_s));
+  n = std::clamp<int64_t>(n, 1, o.zipf_keys);
+  auto hot = [&](int64_t i) {
+    return p0_rate * ZipfWeight(static_cast<int>(i), o.zipf_s) >= threshold;
+  };
+  while (n < o.zipf_keys && hot(n)) ++n;
+  while (n > 0 && !hot(n - 1)) --n;
+  return n;
+}
+
+std::string LoadThreadName(int t) { return absl::StrCat("tl-load-", t); }
+
 bool Pacer::DueOrWait(int64_t now_ns) const {
   const double gap = next_ - static_cast<double>(now_ns);
   if (gap <= 0) return true;
-  if (sleep_ && gap > 30'000) {
+  if (pacing_ == Pacing::kSleep && gap > 30'000) {
     // Give the core away; the absolute schedule makes up for the wake-up
     // delay (within kMaxLagNs).
     std::this_thread::sleep_for(
         std::chrono::nanoseconds(static_cast<int64_t>(gap) - 20'000));
-  } else if (gap > 20'000) {
+  } else if (pacing_ != Pacing::kBusy && gap > 20'000) {
     // Yield the core to Redis and the reconcilers (2 cores, 8+ threads).
     sched_yield();
   } else {

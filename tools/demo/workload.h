@@ -36,8 +36,23 @@ struct KeySet {
 // Builds the key set of --keys (names "hot", or "user:%08d" by Zipf rank).
 KeySet MakeKeys(const DemoOptions& o);
 
+// The name of the key of rank `rank` (as MakeKeys names it).
+std::string KeyName(const DemoOptions& o, int64_t rank);
+
 // The probability of Zipf rank 0 (the hot key in zipf mode; 1 for hot).
 double ZipfP0(const DemoOptions& o);
+
+// A key is hot if its offered rate (its probability x the offered rate) is
+// at least this fraction of its limit, else cold.
+inline constexpr double kHotFraction = 0.1;
+
+// How many keys are hot: as the probability falls with the rank, these are
+// ranks 0 .. HotKeys(o) - 1. The one key of --keys=hot is hot.
+int64_t HotKeys(const DemoOptions& o);
+
+// The name of load thread `t` (pthread_setname_np; at most 15 characters
+// for any t below kMaxThreads): "tl-load-<t>".
+std::string LoadThreadName(int t);
 
 // A thread that falls behind its schedule by more than this drops the
 // missed calls instead of bursting to catch up (the achieved rate is
@@ -48,14 +63,13 @@ inline constexpr int64_t kMaxLagNs = 1'000'000;
 // (absolute, so wake-up delays are made up within kMaxLagNs).
 class Pacer {
  public:
-  // `sleep`: --pacing=sleep (else spin).
-  Pacer(double first_ns, double interval_ns, bool sleep)
-      : next_(first_ns), interval_(interval_ns), sleep_(sleep) {}
+  Pacer(double first_ns, double interval_ns, Pacing pacing)
+      : next_(first_ns), interval_(interval_ns), pacing_(pacing) {}
 
   // True if a call is due at `now_ns`. Otherwise waits part of the gap
-  // (sleeps until ~20 us before the call with --pacing=sleep, else yields
-  // the core when the call is > 20 us away, else pauses) and returns false:
-  // the caller reads the clock again.
+  // (sleeps until ~20 us before the call with --pacing=sleep; with spin,
+  // yields the core when the call is > 20 us away; else, and always with
+  // busy, pauses) and returns false: the caller reads the clock again.
   bool DueOrWait(int64_t now_ns) const;
 
   // Books the call made at `now_ns`; the next is due one interval after the
@@ -68,7 +82,7 @@ class Pacer {
  private:
   double next_;
   double interval_;
-  bool sleep_;
+  Pacing pacing_;
 };
 
 // Thread `t` of instance `instance` of the run: its first call, so that the

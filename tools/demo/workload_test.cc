@@ -64,12 +64,52 @@ TEST(WorkloadTest, Windows) {
 }
 
 TEST(WorkloadTest, PacerKeepsAnAbsoluteScheduleAndDropsLongLags) {
-  Pacer p(1000, 100, /*sleep=*/false);
+  Pacer p(1000, 100, Pacing::kSpin);
   EXPECT_TRUE(p.DueOrWait(1000));
   p.Book(1050);  // 50 ns late: the schedule holds
   EXPECT_EQ(p.next_ns(), 1100);
   p.Book(1100 + kMaxLagNs + 1);  // too late: restarts from now
   EXPECT_EQ(p.next_ns(), 1100 + kMaxLagNs + 1 + 100);
+}
+
+TEST(WorkloadTest, BusyPacingNeverSleeps) {
+  // A call 10 s away: sleep pacing would sleep for most of it, busy pacing
+  // pauses once and returns.
+  const Pacer p(static_cast<double>(SteadyNs()) + 10e9, 100, Pacing::kBusy);
+  const int64_t before = SteadyNs();
+  EXPECT_FALSE(p.DueOrWait(before));
+  EXPECT_LT(SteadyNs() - before, 1'000'000'000);
+}
+
+TEST(WorkloadTest, LoadThreadNamesFitTheKernelLimit) {
+  EXPECT_EQ(LoadThreadName(0), "tl-load-0");
+  // pthread_setname_np takes at most 15 characters.
+  EXPECT_LE(LoadThreadName(kMaxThreads - 1).size(), 15u);
+}
+
+TEST(WorkloadTest, KeyNames) {
+  EXPECT_EQ(KeyName(DemoOptions(), 0), "hot");
+  EXPECT_EQ(KeyName(Zipf(100, 1.1), 42), "user:00000042");
+}
+
+TEST(WorkloadTest, HotKeysOfferAtLeastTenPercentOfTheLimit) {
+  EXPECT_EQ(HotKeys(DemoOptions()), 1);  // --keys=hot: the one key
+  DemoOptions o = Zipf(100000, 1.1);
+  o.limit = 100;
+  o.offered = 4700;
+  const int64_t hot = HotKeys(o);
+  ASSERT_GT(hot, 0);
+  ASSERT_LT(hot, o.zipf_keys);
+  const double p0 = ZipfP0(o);
+  auto rate = [&](int64_t rank) {
+    return p0 * std::pow(rank + 1.0, -o.zipf_s) * o.OfferedRate();
+  };
+  EXPECT_GE(rate(hot - 1), 0.1 * o.limit);
+  EXPECT_LT(rate(hot), 0.1 * o.limit);
+  o.offered = 1;  // nothing is hot
+  EXPECT_EQ(HotKeys(o), 0);
+  o.offered = 1e12;  // everything is
+  EXPECT_EQ(HotKeys(o), o.zipf_keys);
 }
 
 TEST(WorkloadTest, ThreadsAreSpreadOverOneInterval) {

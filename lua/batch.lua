@@ -1,0 +1,203 @@
+-- tokenlease batch, protocol 1. docs/lua-protocol.md is the contract.
+-- Many keys' acquires, charges and releases for ONE limit (one spec) in one
+-- call: each item does what acquire.lua or release.lua does with the same
+-- arguments, the items in order (an item sees the effect of the earlier
+-- ones on the keys they share), each all or none on its own.
+--
+-- KEYS: per item, in order: an acquire or charge item, the limit's band
+--       keys as acquire.lua takes them ("{tag}:b<i>", and "{tag}:b<i>:m"
+--       right after a sliding_log band's); a release item, the same, then
+--       its dedup key "{tag}:r:<lease_id>".
+-- ARGV: 1 "1" (protocol), 2 now_us (-1 = TIME, read once for the call),
+--       3 max_borrow_us, 4 band count n, then 9 fields per band (as in
+--       acquire.lua), then the item count m (0 to MAX_ITEMS), then per item
+--       its op and fields: "acquire" wanted minimum max_wait_us |
+--       "charge" amount max_debt | "release" amount granted_at_us.
+-- Reply: m elements, element j answering item j: acquire.lua's 6 integers
+--        (acquire and charge items), release.lua's integer, or an error
+--        reply for that item alone.
+--
+-- ASSEMBLED like acquire.lua. The arguments, the spec (lib/band.lua), the
+-- helpers and TIME are done once per call; acquire.lua's body
+-- (lib/acquire.lua: load, charge, decide) and release.lua's
+-- (lib/release.lua: start, read, apply) once per item, inside the functions
+-- acquire_item and release_item.
+--
+-- ALL OR NONE PER ITEM. An item reads (and type-checks, with redis.pcall)
+-- every key it touches before its first write, so its error replies (a
+-- key of another type; STRICT: a value that is no tokenlease state, see
+-- lib/state.lua strict) leave its keys as they were. It runs under pcall,
+-- so an error raised inside it (by the Lua, or by a redis.call) ends that
+-- item only, with an error reply, never the call: a raised error would
+-- otherwise end the script with the earlier items' writes kept. The
+-- errors of the call's layout (protocol, spec, counts, an unknown op) come
+-- before any item runs: the call's error reply, nothing applied.
+--
+-- PERFORMANCE NOTES: see acquire.lua. Per item: no closure, the band
+-- tables reused (band i's state lives in bands[i], loaded again by each
+-- item), one table (an acquire or charge item's reply).
+
+local ERR = 'ERR tokenlease batch: '  -- prefix of the errors
+local N_ARG = 4  -- ARGV index of the band count
+local STRICT = true  -- a value that is no tokenlease state fails its item
+local MAX_ITEMS = 64  -- kMaxBatchItems (src/redis/script_call.h)
+--@include lib/args.lua head
+
+--@include lib/arith.lua
+
+--@include lib/args.lua arguments
+--@include lib/args.lua band_count
+local im = N_ARG + 9 * nb + 1  -- ARGV index of the item count
+if #A < im then
+  return {err = ERR .. 'expected at least ' .. im .. ' arguments for ' .. nb ..
+          ' bands, got ' .. #A}
+end
+
+-- Bands (same layout and checks as acquire.lua), once: each item sets the
+-- keys (b.key, b.meta) of the band tables to its own.
+local bands, k = {}, 1
+local has_log, has_window, has_step, has_counter = false, false, false, false
+for i = 1, nb do
+  local base = N_ARG + 9 * (i - 1)
+  --@include lib/band.lua
+  --@include lib/acquire.lua band
+end
+local ka = k - 1  -- keys of an acquire or charge item; a release item's + 1
+
+-- The layout of the items: every op known, the argument and key counts
+-- right, before any item runs.
+v = A[im]
+local m = v == '0' and 0 or int_arg(v, 0, MAX_ITEMS)
+if not m then
+  return {err = ERR .. 'item count is ' .. tostring(v) ..
+          '; it must be an integer in [0, ' .. MAX_ITEMS .. ']'}
+end
+local ai, nk = im + 1, 0  -- ARGV index of the next item, keys so far
+for j = 1, m do
+  local op = A[ai]
+  if op == 'acquire' then ai = ai + 4; nk = nk + ka
+  elseif op == 'charge' then ai = ai + 3; nk = nk + ka
+  elseif op == 'release' then ai = ai + 3; nk = nk + ka + 1
+  elseif op == nil then
+    return {err = ERR .. 'expected more than ' .. #A .. ' arguments for ' ..
+            m .. ' items'}
+  else
+    return {err = ERR .. 'items[' .. (j - 1) .. '].op is \'' .. tostring(op) ..
+            '\'; acquire, charge or release'}
+  end
+end
+if #A ~= ai - 1 then
+  return {err = ERR .. 'expected ' .. (ai - 1) .. ' arguments for ' .. m ..
+          ' items, got ' .. #A}
+end
+if #KEYS ~= nk then
+  return {err = ERR .. 'expected ' .. nk .. ' keys, got ' .. #KEYS}
+end
+
+--@include lib/args.lua now
+
+-- The arguments of the item being run: the locals of acquire.lua and
+-- release.lua that lib/acquire.lua and lib/release.lua use.
+local W, wanted, minimum, charge, max_debt = 0, 0, 0, 0, 0
+local amount, granted_at, dedup = 0, 0, false
+
+--@include lib/acquire.lua helpers
+
+--@include lib/acquire.lua commit
+
+--@include lib/acquire.lua admits
+
+-- acquire.lua after its arguments, for one acquire or charge item: its
+-- reply (6 integers, or an error reply).
+local function acquire_item()
+  --@include lib/acquire.lua load
+
+  --@include lib/acquire.lua charge
+
+  --@include lib/acquire.lua decide
+end
+
+-- The release horizon h (from the spec: once per call) and where a grant
+-- was recorded in a log (log_rec).
+--@include lib/release.lua horizon
+local log_rec
+if has_log then
+  --@include lib/release.lua log_rec
+end
+local st = {}  -- the states a release item read
+
+-- release.lua after its arguments, for one release item: its reply (an
+-- integer, or an error reply).
+local function release_item()
+  --@include lib/release.lua start
+
+  --@include lib/release.lua read
+
+  --@include lib/release.lua apply
+end
+
+-- An item's argument error (as acquire.lua and release.lua word theirs).
+local function bad_arg(j, field, v, range)
+  return {err = ERR .. 'items[' .. (j - 1) .. '].' .. field .. ' is ' ..
+          tostring(v) .. '; it must be an integer in ' .. range}
+end
+
+-- The items, in order.
+local out, ko = {}, 1  -- the replies; KEYS index of the item's first key
+ai = im + 1
+for j = 1, m do
+  local op, kk = A[ai], ko
+  for i = 1, nb do
+    local b = bands[i]
+    b.key = KEYS[kk]; kk = kk + 1
+    if b.kind == 'log' then b.meta = KEYS[kk]; kk = kk + 1 end
+  end
+  local v1, v2, ok, r = A[ai + 1], A[ai + 2]
+  if op == 'acquire' then
+    local v3 = A[ai + 3]
+    ai = ai + 4
+    wanted = v1 == '1' and 1 or int_arg(v1, 0, 1125899906842624)
+    minimum = wanted and
+              ((v2 == '1' and wanted >= 1) and 1 or int_arg(v2, 0, wanted))
+    local max_wait = v3 == '0' and 0 or int_arg(v3, 0, 4503599627370496)
+    if not wanted then r = bad_arg(j, 'wanted', v1, '[0, 1125899906842624]')
+    elseif not minimum then
+      r = bad_arg(j, 'minimum', v2, '[0, ' .. sformat('%.0f', wanted) .. ']')
+    elseif not max_wait then
+      r = bad_arg(j, 'max_wait_us', v3, '[0, 4503599627370496]')
+    else
+      W = max_wait < max_borrow and max_wait or max_borrow
+      charge = 0; max_debt = 0
+      ok, r = pcall(acquire_item)
+    end
+  elseif op == 'charge' then
+    ai = ai + 3
+    wanted = v1 == '1' and 1 or int_arg(v1, 0, 1125899906842624)
+    max_debt = v2 == '0' and 0 or int_arg(v2, 0, 1099511627776)
+    if not wanted then r = bad_arg(j, 'amount', v1, '[0, 1125899906842624]')
+    elseif not max_debt then
+      r = bad_arg(j, 'max_debt', v2, '[0, 1099511627776]')
+    else
+      W = 0; minimum = 0; charge = 1  -- as acquire.lua's charge=1
+      ok, r = pcall(acquire_item)
+    end
+  else  -- release
+    ai = ai + 3
+    dedup = KEYS[kk]; kk = kk + 1
+    amount = v1 == '1' and 1 or int_arg(v1, 0, 1125899906842624)
+    granted_at = int_arg(v2, 0, 4503599627370496)
+    if not amount then r = bad_arg(j, 'amount', v1, '[0, 1125899906842624]')
+    elseif not granted_at then
+      r = bad_arg(j, 'granted_at_us', v2, '[0, 4503599627370496]')
+    else
+      ok, r = pcall(release_item)
+    end
+  end
+  if ok == false then  -- raised inside the item: its error reply
+    r = {err = ERR .. 'items[' .. (j - 1) .. ']: ' ..
+         (type(r) == 'table' and tostring(r.err) or tostring(r))}
+  end
+  out[j] = r
+  ko = kk
+end
+return out

@@ -1,0 +1,112 @@
+#include "base/epoch.h"
+
+#include <linux/membarrier.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <mutex>
+
+namespace tokenlease::internal {
+namespace {
+
+// Every slot ever registered, newest first; slots are never freed.
+std::atomic<EpochSlot*> g_slots{nullptr};
+std::once_flag g_setup;
+// Whether reclaimers use membarrier (written once under g_setup).
+bool g_membarrier = false;
+
+void SetUpBarriers() {
+#if !defined(__SANITIZE_THREAD__)
+  const char* force_fences = std::getenv("TOKENLEASE_EPOCH_FENCES");
+  if (force_fences != nullptr && force_fences[0] == '1') return;
+  if (syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0,
+              0) == 0) {
+    g_membarrier = true;
+    // Relaxed: see g_light_readers; set after registration succeeded, so a
+    // reader that skips its fence is always covered by a membarrier.
+    epoch_internal::g_light_readers.store(true, std::memory_order_relaxed);
+  }
+#endif
+}
+
+// Gives the thread's slot back when the thread exits.
+struct SlotRelease {
+  EpochSlot* slot = nullptr;
+  ~SlotRelease() {
+    if (slot == nullptr) return;
+    // Release: the thread's last critical section happens before a new
+    // owner (acquire on claim) reuses the slot.
+    slot->epoch.store(0, std::memory_order_release);
+    slot->in_use.store(false, std::memory_order_release);
+  }
+};
+thread_local SlotRelease t_release;
+
+void HeavyBarrier() {
+  if (g_membarrier) {
+    syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0);
+  } else {
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+  }
+}
+
+}  // namespace
+
+EpochSlot* epoch_internal::RegisterThread() {
+  std::call_once(g_setup, SetUpBarriers);
+  EpochSlot* slot = nullptr;
+  // Acquire: a published slot's `next` is visible.
+  for (EpochSlot* s = g_slots.load(std::memory_order_acquire); s != nullptr;
+       s = s->next) {
+    bool free = false;
+    // acq_rel: claims the slot against other registering threads and sees
+    // its last owner's release.
+    if (!s->in_use.load(std::memory_order_relaxed) &&
+        s->in_use.compare_exchange_strong(free, true,
+                                          std::memory_order_acq_rel)) {
+      slot = s;
+      break;
+    }
+  }
+  if (slot == nullptr) {
+    slot = new EpochSlot;
+    slot->in_use.store(true, std::memory_order_relaxed);
+    EpochSlot* head = g_slots.load(std::memory_order_relaxed);
+    do {
+      slot->next = head;
+      // Release: publishes the slot's fields with it.
+    } while (!g_slots.compare_exchange_weak(
+        head, slot, std::memory_order_release, std::memory_order_relaxed));
+  }
+  tls.slot = slot;
+  t_release.slot = slot;
+  return slot;
+}
+
+uint64_t EpochTryAdvance() {
+  std::call_once(g_setup, SetUpBarriers);
+  const uint64_t current =
+      epoch_internal::g_epoch.load(std::memory_order_acquire);
+  HeavyBarrier();
+  for (EpochSlot* s = g_slots.load(std::memory_order_acquire); s != nullptr;
+       s = s->next) {
+    // seq_cst: under ThreadSanitizer (no membarrier) this load and the
+    // reader's seq_cst exchange form the store-load pair; acquire pairs with
+    // a reader's release on leaving.
+    const uint64_t e = s->epoch.load(std::memory_order_seq_cst);
+    if (e != 0 && e != current) return current;  // a reader is behind
+  }
+  uint64_t expected = current;
+  // acq_rel: one advance per observed epoch, whoever wins.
+  epoch_internal::g_epoch.compare_exchange_strong(expected, current + 1,
+                                                  std::memory_order_acq_rel);
+  return epoch_internal::g_epoch.load(std::memory_order_acquire);
+}
+
+bool EpochReadersFence() {
+  std::call_once(g_setup, SetUpBarriers);
+  return !g_membarrier;
+}
+
+}  // namespace tokenlease::internal
