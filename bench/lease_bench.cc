@@ -83,6 +83,9 @@ LeaseCase* MakeLeaseCase(const std::string& url, Load load, int n) {
   options.lease.idle_evict = absl::Hours(3);
   options.lease.max_lease_fraction = 1.0;
   options.lease.remaining_share = 1.0;
+  // The lease's path is measured: no decision from the local credit (the
+  // loop below waits for the lease itself).
+  options.lease.cold_key_policy = tokenlease::ColdKeyPolicy::kDeny;
   auto limiter = LeasedLimiter::Create(SpecFor(load), options);
   if (!limiter.ok()) {
     Die(absl::StrCat("LeasedLimiter::Create(",

@@ -17,6 +17,8 @@ enum class DecisionSource : uint8_t {
   kKeyLimit,         // denied: the key registry is at max_keys and no key idle
   kInvalidArgument,  // denied: negative cost, or a handle that is empty or
                      // belongs to another Limiter
+  kLocalCredit,      // leased mode, a key without a lease: admitted from its
+                     // local credit, charged to the shared limit afterwards
 };
 
 // Returns a stable lower-case name ("local", "key_limit", ...).

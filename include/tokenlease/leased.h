@@ -23,12 +23,19 @@
 
 namespace tokenlease {
 
-// What the first requests of a key do before its first lease arrives.
+// What a key without a lease does (its first requests, and again after a
+// lease ended). docs/design.md, "Keys without a lease", gives the bound.
 enum class ColdKeyPolicy : uint8_t {
-  kDeny,        // deny (and ask for a lease); the default
-  kWait,        // wait up to LeaseOptions::cold_wait for the lease
-  kLocalShare,  // admit from a local share of the limit; the tokens are
-                // charged to Redis at the next sync
+  // The default. Admit at once from the key's local credit: A =
+  // max(1, floor(local_share x burst)) tokens for a key this instance has
+  // not seen, then min(A, floor(remaining_share x what Redis said is
+  // left)). Every token so admitted is charged to Redis in the next batch;
+  // a key's credit plus its uncharged tokens never exceed A, so N instances
+  // admit at most N x A beyond what Redis counted. A key that spends more
+  // than half its credit asks for a lease, and decides from it.
+  kLocalShare,
+  kDeny,  // deny (and ask for a lease): nothing beyond what Redis granted
+  kWait,  // wait up to LeaseOptions::cold_wait for the first lease
 };
 
 // How leases are sized, kept and returned. Every field has a usable
@@ -54,15 +61,36 @@ struct LeaseOptions {
   // Refill when the local balance falls below this fraction of the last
   // lease. (0, 1).
   double low_water = 0.5;
-  ColdKeyPolicy cold_key_policy = ColdKeyPolicy::kDeny;
+  ColdKeyPolicy cold_key_policy = ColdKeyPolicy::kLocalShare;
   // kWait: longest wait for a cold key's first lease. 0 .. 1 s.
   absl::Duration cold_wait = absl::Milliseconds(5);
-  // kLocalShare: the fraction of the first band's burst a cold key may admit
-  // locally before its first lease. (0, 1].
-  double local_share = 0.01;
+  // kLocalShare: A, the most a key may admit without a lease in this
+  // instance before Redis has counted it, as a fraction of the first band's
+  // burst. Larger: longer bursts of a new key admitted at once; smaller:
+  // less over-admission (at most instances x A per key). (0, 1].
+  double local_share = 0.25;
   // The reconciler's period: lease expiry, denial-cache expiry and demand
-  // estimates are checked this often. 100 us .. 1 s.
+  // estimates are checked this often, and calls leave at the end of a
+  // tick. 100 us .. 1 s.
   absl::Duration tick = absl::Milliseconds(2);
+  // Lease requests, charges and returns of many keys travel in one batch
+  // call (lua/batch.lua, up to 64 items). A lone call leaves at the next
+  // tick; after a partial batch, the next partial one waits until this
+  // long after it (full batches, and a lease a decision is denied for,
+  // leave at once). Larger: fewer Redis calls under a stream of keys;
+  // smaller: charges reach Redis and prefetched leases arrive sooner.
+  // 0 .. 1 s.
+  absl::Duration batch_window = absl::Milliseconds(10);
+  // A key that admitted from its local credit is charged this long after
+  // its first such admission (what it admits meanwhile joins the same
+  // charge; ReturnAll and Sync charge at once). The bound does not depend
+  // on it (credit plus uncharged tokens never exceed A); larger: fewer
+  // Redis items for keys visited often; smaller: Redis and the other
+  // instances see the usage sooner. 0 .. lease_ttl.
+  absl::Duration charge_delay = absl::Milliseconds(50);
+  // One hash slot per batch call (for Redis Cluster, where one script call
+  // must stay within one slot). A single Redis takes any keys in one call.
+  bool group_batches_by_slot = false;
   // A key with no lease and no activity for this long is dropped from
   // memory. >= 2 * lease_ttl.
   absl::Duration idle_evict = absl::Seconds(30);
@@ -110,6 +138,7 @@ struct LeaseStats {
   uint64_t charges = 0;          // charge calls for unleased admissions
   uint64_t tokens_charged = 0;
   uint64_t redis_errors = 0;  // lease/release/charge calls that failed
+  uint64_t batch_calls = 0;   // script calls sent (each 1 to 64 of the above)
   uint64_t keys = 0;          // keys in memory now
   RedisStats redis;           // the connection's counters
 };
@@ -192,10 +221,11 @@ class LeasedLimiter {
   ~LeasedLimiter();
 
   // Never blocks (except ColdKeyPolicy::kWait on a key's first requests),
-  // never does I/O. Allowed decisions come from the key's lease (source
-  // kLease; `remaining` is what is left of this instance's lease) or from
-  // the cold-key local share (kFallback). Denials say when a retry may
-  // succeed: the time Redis gave when it refused a lease, else an estimate
+  // takes no lock and makes no system call (a new key is created lock-free
+  // for readers; ShardedRegistry). Allowed decisions come from the key's
+  // lease (source kLease; `remaining` is what is left of this instance's
+  // lease) or from its local credit (kLocalCredit). Denials say when a retry
+  // may succeed: the time Redis gave when it refused a lease, else an estimate
   // of the next lease's arrival.
   Decision TryAcquire(std::string_view key, int64_t cost = 1);
   // Inline: a decision served from the lease is three loads from the

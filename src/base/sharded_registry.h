@@ -177,6 +177,7 @@ class ShardedRegistry {
   // Reclaim).
   void FreeRetired(bool entries = true) {
     const uint64_t now = EpochTryAdvance();
+    bool left = false;
     for (size_t i = 0; i <= shard_mask_; ++i) {
       Shard& shard = shards_[i];
       std::vector<Entry*> free_entries;
@@ -185,9 +186,25 @@ class ShardedRegistry {
         SpinLockGuard lock(&shard.writer);
         if (entries) TakeExpired(shard.retired_entries, now, free_entries);
         TakeExpired(shard.retired_tables, now, free_tables);
+        left |= !shard.retired_tables.empty();
       }
       for (Entry* e : free_entries) owner_->DeleteEntry(e);
       for (Table* t : free_tables) delete t;
+    }
+    // relaxed: a hint for FreeRetiredTables, which cleared it before this
+    // scan (only ever set here and by inserts, so none is lost).
+    if (left) tables_retired_.store(true, std::memory_order_relaxed);
+  }
+
+  // With Growth::kRefusesWhenFull, an insert that grows a table leaves the
+  // old one for the owner's background thread: FreeRetired runs a
+  // membarrier system call, which a decision must not. Cheap when nothing
+  // waits (one relaxed load).
+  void FreeRetiredTables() {
+    // relaxed: see tables_retired_.
+    if (tables_retired_.load(std::memory_order_relaxed) &&
+        tables_retired_.exchange(false, std::memory_order_relaxed)) {
+      FreeRetired(false);
     }
   }
 
@@ -288,8 +305,14 @@ class ShardedRegistry {
     }
     if (!used_fresh) owner_->DeleteEntry(fresh);  // never visible to readers
     // A grown table or a sweep retired something: free what has aged
-    // (amortised: tables double, sweeps follow doublings).
-    if (retired) FreeRetired(growth_ == Growth::kReclaims);
+    // (amortised: tables double, sweeps follow doublings). kRefusesWhenFull
+    // (a background thread owns reclamation): left to FreeRetiredTables,
+    // so that a decision makes no system call.
+    if (retired) {
+      // relaxed: a hint; the table itself is on the retired list.
+      tables_retired_.store(true, std::memory_order_relaxed);
+      if (growth_ == Growth::kReclaims) FreeRetired(true);
+    }
     return result;
   }
 
@@ -421,6 +444,8 @@ class ShardedRegistry {
   const size_t shard_mask_;
   std::unique_ptr<Shard[]> shards_;
   std::atomic<int64_t> size_{0};
+  // A table was retired and may not be freed yet (FreeRetiredTables).
+  std::atomic<bool> tables_retired_{false};
 };
 
 }  // namespace tokenlease::internal

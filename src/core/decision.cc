@@ -16,6 +16,8 @@ const char* DecisionSourceName(DecisionSource s) {
       return "key_limit";
     case DecisionSource::kInvalidArgument:
       return "invalid_argument";
+    case DecisionSource::kLocalCredit:
+      return "local_credit";
   }
   return "unknown";
 }

@@ -10,9 +10,13 @@
 
 namespace tokenlease::internal {
 
-const LuaScript& LeaseCall::script() const {
-  return kind == Kind::kRelease ? kReleaseScript : kAcquireScript;
+namespace {
+int64_t InitialCredit(const LeaseOptions& options, int64_t burst) {
+  if (options.cold_key_policy != ColdKeyPolicy::kLocalShare) return 0;
+  return std::max<int64_t>(1, static_cast<int64_t>(options.local_share *
+                                                   static_cast<double>(burst)));
 }
+}  // namespace
 
 LeaseBook::LeaseBook(const LimitSpec& spec, const LeaseOptions& options,
                      std::string key_prefix, std::string instance_id,
@@ -25,6 +29,10 @@ LeaseBook::LeaseBook(const LimitSpec& spec, const LeaseOptions& options,
       burst_(FirstBandBurst(spec)),
       fixed_window_first_(spec.bands.front().algorithm ==
                           Algorithm::kFixedWindow),
+      credit_(InitialCredit(options, burst_)),
+      credit_refill_ns_(FullRefillNanos(spec) > INT64_MAX / 2
+                            ? INT64_MAX
+                            : 2 * FullRefillNanos(spec)),
       rng_(seed) {}
 
 void LeaseBook::BeginStep(int64_t now) {
@@ -51,9 +59,15 @@ void LeaseBook::Lease(LeaseEntry* e, int64_t now, LeaseCalls* out) {
   r.requested_at_ns = now;
   r.last_active_ns = now;
   counters_.lease_requests.fetch_add(1, std::memory_order_relaxed);
-  out->push_back(
-      LeaseCall{LeaseCall::Kind::kLease, e, ask.wanted,
-                AcquireArguments(spec_, key_prefix_, e->name(), args)});
+  // relaxed: hints; a wrong guess only moves the request by one batch
+  // window. A key over its limit (Redis said nothing is left) is not
+  // urgent: asking sooner would only be refused sooner.
+  const bool urgent = (!r.remaining_known || r.last_remaining > 0) &&
+                      e->balance.load(std::memory_order_relaxed) < 1 &&
+                      e->local_share.load(std::memory_order_relaxed) < 1;
+  out->push_back(LeaseCall{LeaseCall::Kind::kLease, e, ask.wanted,
+                           BatchItem::Acquire(std::string(e->name()), args),
+                           urgent});
 }
 
 void LeaseBook::Decline(LeaseEntry* e, LeaseCalls* out) {
@@ -103,6 +117,8 @@ void LeaseBook::ApplyLease(LeaseEntry* e, const absl::StatusOr<RedisReply>& r,
   } else {
     rec.error_streak = 0;
     rec.last_remaining = res->remaining;
+    rec.remaining_known = true;
+    SetCredit(e, res->remaining, /*known=*/true);
     // acq_rel: clears the mark a decision set when it ran dry.
     const bool ran_dry =
         e->flags.fetch_and(~kRanDry, std::memory_order_acq_rel) & kRanDry;
@@ -190,7 +206,7 @@ void LeaseBook::ScheduleExpiry(LeaseEntry* e) {
 
 // --- Charges -----------------------------------------------------------------
 
-void LeaseBook::Charge(LeaseEntry* e, LeaseCalls* out) {
+void LeaseBook::Charge(LeaseEntry* e, LeaseCalls* out, bool background) {
   LeaseRecord& rec = e->record;
   if (rec.charge_in_flight) {
     // One charge per key at a time; the next waits (the key stays in
@@ -203,6 +219,10 @@ void LeaseBook::Charge(LeaseEntry* e, LeaseCalls* out) {
   const int64_t n = e->unsynced.exchange(0, std::memory_order_acq_rel);
   if (n <= 0) return;
   rec.charge_in_flight = true;
+  rec.charge_amount = n;
+  // Now in flight. (Clamped: every uncharged token came from the credit,
+  // but a count must not go negative if that ever changes.)
+  rec.credit_given = std::max<int64_t>(0, rec.credit_given - n);
   AcquireArgs args;
   args.wanted = n;
   args.minimum = 0;
@@ -211,9 +231,64 @@ void LeaseBook::Charge(LeaseEntry* e, LeaseCalls* out) {
   // longer than a full refill, which an outage should not cause.
   args.max_debt = burst_;
   counters_.charges.fetch_add(1, std::memory_order_relaxed);
-  out->push_back(
-      LeaseCall{LeaseCall::Kind::kCharge, e, n,
-                AcquireArguments(spec_, key_prefix_, e->name(), args)});
+  out->push_back(LeaseCall{LeaseCall::Kind::kCharge, e, n,
+                           BatchItem::Acquire(std::string(e->name()), args),
+                           /*urgent=*/false, background});
+}
+
+void LeaseBook::ChargeQueued(LeaseEntry* e, LeaseCalls* out) {
+  // acq_rel: as every flag change; an admission after this clear queues the
+  // key again, and its tokens are in `unsynced` before it does (the
+  // decision adds them first).
+  e->flags.fetch_and(~kChargeQueued, std::memory_order_acq_rel);
+  // Admitted since the last step: the key is active (not evicted for
+  // idle_evict from now).
+  e->record.last_active_ns = coarse_now_ns_.load(std::memory_order_relaxed);
+  // Unconditional: Charge's exchange (a read-modify-write) and the
+  // decision's fetch_or cannot both miss each other, as two loads could.
+  Charge(e, out, /*background=*/true);
+}
+
+void LeaseBook::RevokeCredit(LeaseEntry* e) {
+  LeaseRecord& rec = e->record;
+  // Only unspent credit, never a decision's subtraction in flight. acq_rel:
+  // atomic against concurrent decisions.
+  int64_t c = e->local_share.load(std::memory_order_relaxed);
+  while (c > 0 && !e->local_share.compare_exchange_weak(
+                      c, 0, std::memory_order_acq_rel)) {
+  }
+  if (c > 0) rec.credit_given = std::max<int64_t>(0, rec.credit_given - c);
+}
+
+void LeaseBook::SetCredit(LeaseEntry* e, int64_t remaining, bool known) {
+  LeaseRecord& rec = e->record;
+  int64_t target = credit_;
+  if (known) {
+    // In debt (remaining < 0) or empty: no credit.
+    target = std::min<int64_t>(
+        target, static_cast<int64_t>(
+                    static_cast<double>(std::max<int64_t>(0, remaining)) *
+                    options_.remaining_share));
+  }
+  target = std::max<int64_t>(0, target - rec.charge_amount);
+  if (target < rec.credit_given) {
+    // Takes back only unspent credit, never a decision's subtraction in
+    // flight (a negative value about to be added back). acq_rel: atomic
+    // against concurrent decisions.
+    int64_t c = e->local_share.load(std::memory_order_relaxed);
+    int64_t take = 0;
+    do {
+      take = std::min(c, rec.credit_given - target);
+    } while (take > 0 && !e->local_share.compare_exchange_weak(
+                             c, c - take, std::memory_order_acq_rel));
+    if (take > 0) rec.credit_given -= take;
+  }
+  if (target > rec.credit_given) {
+    // relaxed: a count of tokens, as the balance.
+    e->local_share.fetch_add(target - rec.credit_given,
+                             std::memory_order_relaxed);
+    rec.credit_given = target;
+  }
 }
 
 void LeaseBook::RetryCharges(LeaseCalls* out) {
@@ -221,7 +296,7 @@ void LeaseBook::RetryCharges(LeaseCalls* out) {
   retry.swap(charge_retry_);
   for (LeaseEntry* e : retry) {
     --e->record.charge_retry_refs;
-    Charge(e, out);
+    Charge(e, out, /*background=*/true);
   }
 }
 
@@ -229,16 +304,21 @@ void LeaseBook::ApplyCharge(const LeaseCall& call,
                             const absl::StatusOr<RedisReply>& reply) {
   LeaseEntry* e = call.entry;
   e->record.charge_in_flight = false;
+  e->record.charge_amount = 0;
   const absl::StatusOr<AcquireResult> r =
       reply.ok() ? ParseAcquireReply(*reply)
                  : absl::StatusOr<AcquireResult>(reply.status());
   if (r.ok()) {
     counters_.tokens_charged.fetch_add(r->granted, std::memory_order_relaxed);
+    e->record.last_remaining = r->remaining;
+    e->record.remaining_known = true;
+    SetCredit(e, r->remaining, /*known=*/true);
     return;
   }
   // Charge again on the next step: over-charging keeps the limit safe;
   // losing the charge would not.
   e->unsynced.fetch_add(call.amount, std::memory_order_acq_rel);
+  e->record.credit_given += call.amount;
   ++e->record.charge_retry_refs;
   charge_retry_.push_back(e);
   counters_.redis_errors.fetch_add(1, std::memory_order_relaxed);
@@ -254,9 +334,8 @@ void LeaseBook::Release(LeaseEntry* e, const std::string& lease_id,
   args.lease_id = lease_id;
   args.granted_at_us = granted_at_us;
   ++e->record.releases_pending;
-  out->push_back(
-      LeaseCall{LeaseCall::Kind::kRelease, e, amount,
-                ReleaseArguments(spec_, key_prefix_, e->name(), args)});
+  out->push_back(LeaseCall{LeaseCall::Kind::kRelease, e, amount,
+                           BatchItem::Release(std::string(e->name()), args)});
 }
 
 void LeaseBook::ApplyRelease(const LeaseCall& call,
@@ -317,13 +396,9 @@ bool LeaseBook::ReturnLease(LeaseEntry* e, int64_t now, LeaseCalls* out) {
   rec.lease_granted = 0;
   rec.last_active_ns = now;
   // The key is cold again: its cold-key policy applies to its next
-  // requests (a fresh local share for kLocalShare). The share is taken back
-  // like a balance, compensating a decision's in-flight subtraction.
-  int64_t share = e->local_share.load(std::memory_order_relaxed);
-  while (share > 0 && !e->local_share.compare_exchange_weak(
-                          share, 0, std::memory_order_acq_rel)) {
-  }
-  e->flags.fetch_and(~(kHasLease | kLocalSeeded), std::memory_order_acq_rel);
+  // requests (kLocalShare: a credit from what Redis said last is left).
+  SetCredit(e, rec.last_remaining, rec.remaining_known);
+  e->flags.fetch_and(~kHasLease, std::memory_order_acq_rel);
   return true;
 }
 
@@ -379,7 +454,21 @@ bool LeaseBook::Evictable(const LeaseEntry* e, int64_t now) const {
          rec.heap_refs == 0 && rec.releases_pending == 0 &&
          rec.charge_retry_refs == 0 &&
          now - rec.last_active_ns >=
-             absl::ToInt64Nanoseconds(options_.idle_evict);
+             absl::ToInt64Nanoseconds(options_.idle_evict) &&
+         CreditIsFresh(e, now);
+}
+
+bool LeaseBook::CreditIsFresh(const LeaseEntry* e, int64_t now) const {
+  const LeaseRecord& rec = e->record;
+  // A key created anew starts with A: evict only if A is what it would get
+  // now anyway (nothing known, or Redis said enough is left), or after the
+  // limit has had time to refill.
+  if (credit_ == 0 || !rec.remaining_known) return true;
+  if (static_cast<double>(rec.last_remaining) * options_.remaining_share >=
+      static_cast<double>(credit_)) {
+    return true;
+  }
+  return now - rec.last_active_ns >= credit_refill_ns_;
 }
 
 LeaseBook::~LeaseBook() {
@@ -403,7 +492,7 @@ void LeaseBook::DrainGraveyard(LeaseCalls* out) {
     if (rec.charge_in_flight || rec.charge_retry_refs > 0) {
       graveyard_[keep++] = e;
     } else if (e->unsynced.load(std::memory_order_relaxed) > 0) {
-      Charge(e, out);
+      Charge(e, out, /*background=*/true);
       graveyard_[keep++] = e;
     } else {
       delete e;

@@ -46,11 +46,15 @@ struct LeaseCall {
   Kind kind = Kind::kLease;
   LeaseEntry* entry = nullptr;
   int64_t amount = 0;
-  // The script's arguments after its name: numkeys, keys..., argv...
-  std::vector<std::string> args;
-
-  // The script to run (acquire for leases and charges, else release).
-  const LuaScript& script() const;
+  // The item of a batch call (lua/batch.lua) that carries it.
+  BatchItem item;
+  // A decision is denied until it is answered (a lease for a key with
+  // nothing left locally while Redis may have tokens): it leaves at the
+  // reconciler's next step instead of waiting for a fuller batch.
+  bool urgent = false;
+  // A charge that is sent after the leases queued with it (see
+  // LeaseBook::Charge).
+  bool background = false;
 };
 
 // The calls a book transition asks for, in order.
@@ -63,6 +67,10 @@ class LeaseBook {
   // the retry jitter (fixed in tests).
   LeaseBook(const LimitSpec& spec, const LeaseOptions& options,
             std::string key_prefix, std::string instance_id, uint64_t seed);
+
+  // The local credit a new key starts with: max(1, floor(local_share x
+  // burst)) under ColdKeyPolicy::kLocalShare, else 0.
+  int64_t initial_credit() const { return credit_; }
 
   // A new step at `now` (book clock, ns): publishes it for coarse_now_ns().
   void BeginStep(int64_t now);
@@ -93,6 +101,19 @@ class LeaseBook {
   // True if buried entries still owe a charge.
   bool HasGraveyard() const { return !graveyard_.empty(); }
 
+  // Charges the admissions from `e`'s local credit (the decision path queued
+  // it: kChargeQueued, which this clears first, so that later admissions
+  // queue it again).
+  void ChargeQueued(LeaseEntry* e, LeaseCalls* out);
+  // Charges `e`'s uncharged admissions without touching kChargeQueued (the
+  // sweep after a dropped charge request: `e` is not in the queue).
+  void ChargeUnqueued(LeaseEntry* e, LeaseCalls* out) {
+    Charge(e, out, /*background=*/true);
+  }
+  // Takes back `e`'s unspent local credit (the entry is being retired: a
+  // decision still on it must not spend credit its successor gets anew).
+  void RevokeCredit(LeaseEntry* e);
+
   // Charges `e`'s unleased admissions, takes its balance back and returns
   // the unused tokens of its leases. False if the balance
   // was negative while a lease was active (a decision's add-back is on its
@@ -103,8 +124,9 @@ class LeaseBook {
   void ReturnedAll(int64_t now) { returned_all_at_ns_ = now; }
 
   // True if `e` holds nothing and waits for nothing (no lease, balance,
-  // unleased admissions, call in flight or scheduled, cached refusal) and
-  // was last active `idle_evict` ago: dropping it changes nothing.
+  // unleased admissions, call in flight or scheduled, cached refusal), was
+  // last active `idle_evict` ago, and a fresh entry's credit would be no
+  // more than it could get (CreditIsFresh): dropping it changes nothing.
   bool Evictable(const LeaseEntry* e, int64_t now) const;
   // Takes over a retired entry that no decision can reach any more: a
   // decision that admitted from its local share after Evictable said yes
@@ -147,11 +169,21 @@ class LeaseBook {
                    const absl::StatusOr<RedisReply>& reply);
   void ApplyRelease(const LeaseCall& call,
                     const absl::StatusOr<RedisReply>& reply);
-  void Charge(LeaseEntry* e, LeaseCalls* out);
+  // `background`: from the charge queue, a retry or the graveyard (sent
+  // after leases); else made with the key's lease call (sent before it).
+  void Charge(LeaseEntry* e, LeaseCalls* out, bool background = false);
   void Release(LeaseEntry* e, const std::string& lease_id,
                int64_t granted_at_us, int64_t amount, LeaseCalls* out);
   void ScheduleExpiry(LeaseEntry* e);
   void CacheDenial(LeaseEntry* e, int64_t until_ns);
+  // What Redis last said is left (`remaining`, if `known`; negative in
+  // debt) makes the key's local credit: min(A, floor(max(0, remaining) x
+  // remaining_share)), A when unknown, less a charge in flight, so that
+  // credit plus uncharged admissions never exceed A.
+  void SetCredit(LeaseEntry* e, int64_t remaining, bool known);
+  // True if dropping `e` and creating it anew (with credit A) gives no more
+  // credit than the key could get now.
+  bool CreditIsFresh(const LeaseEntry* e, int64_t now) const;
 
   const LimitSpec spec_;
   const LeaseOptions options_;
@@ -163,6 +195,11 @@ class LeaseBook {
   // a full refill).
   const int64_t burst_;
   const bool fixed_window_first_;  // expiry also at the window's end
+  const int64_t credit_;           // A, the local credit of a cold key
+  // A key whose credit is below A is kept this long after its last
+  // activity (twice FullRefillNanos): a key evicted and created anew starts
+  // with A, which must not come sooner than Redis would give it back.
+  const int64_t credit_refill_ns_;
 
   std::priority_queue<Expiry, std::vector<Expiry>, std::greater<>> expiry_;
   std::vector<LeaseEntry*> denied_;        // keys with a cached refusal

@@ -14,15 +14,15 @@
 namespace tokenlease::internal {
 
 // Flag bits of LeaseEntry::flags, in numeric order.
-inline constexpr uint32_t kRefillQueued = 1;  // in the reconciler's queue or
-                                              // a lease request is in flight
-inline constexpr uint32_t kDenied = 2;        // Redis refused: deny locally
-                                              // until deny_until_ns
-inline constexpr uint32_t kHasLease = 4;      // a lease is active
-inline constexpr uint32_t kRanDry = 8;        // denied while a refill was
-                                              // on its way: lease too small
-inline constexpr uint32_t kLocalSeeded = 16;  // local share handed out since
-                                              // the last lease ended
+inline constexpr uint32_t kRefillQueued = 1;   // in the reconciler's queue or
+                                               // a lease request is in flight
+inline constexpr uint32_t kDenied = 2;         // Redis refused: deny locally
+                                               // until deny_until_ns
+inline constexpr uint32_t kHasLease = 4;       // a lease is active
+inline constexpr uint32_t kRanDry = 8;         // denied while a refill was
+                                               // on its way: lease too small
+inline constexpr uint32_t kChargeQueued = 16;  // in the reconciler's charge
+                                               // queue
 inline constexpr uint32_t kWantedWhileDenied = 32;  // a decision was denied
                                                     // while kDenied was set
 inline constexpr uint32_t kRetired = 64;  // removed from the registry: no
@@ -42,17 +42,24 @@ struct LeaseRecord {
   std::string prev_lease_id;
   int64_t prev_granted_at_us = 0;
   int64_t prev_returnable = 0;
-  int64_t expires_at_ns = 0;    // book clock; 0: no lease
-  int64_t lease_size = 0;       // the adaptive target size (0: not yet set)
-  int64_t last_remaining = -1;  // what Redis last said is left (-1 unknown)
-  int64_t requested_at_ns = 0;  // when the in-flight request left
+  int64_t expires_at_ns = 0;     // book clock; 0: no lease
+  int64_t lease_size = 0;        // the adaptive target size (0: not yet set)
+  int64_t last_remaining = -1;   // what Redis last said is left (-1 unknown;
+                                 // the sizer treats debt as unknown too)
+  bool remaining_known = false;  // a reply said what is left (maybe < 0)
+  int64_t requested_at_ns = 0;   // when the in-flight request left
   bool request_in_flight = false;
   int error_streak = 0;  // consecutive failed lease requests
   bool charge_in_flight = false;
+  int64_t charge_amount = 0;   // tokens of the charge in flight
   int64_t last_active_ns = 0;  // last refill request or grant
   int heap_refs = 0;           // entries in the expiry heap
   int releases_pending = 0;    // releases queued or in flight
   int charge_retry_refs = 0;   // times the key waits in the charge retries
+  // Local credit handed to the decision path and not yet taken by a charge:
+  // always equal to local_share + unsynced once in-flight decisions land
+  // (the book's own count, so it never reads the two atomics as a pair).
+  int64_t credit_given = 0;
 };
 
 // LeaseHot (balance, low_water) comes first: the decision path subtracts
@@ -61,7 +68,12 @@ struct LeaseRecord {
 // compare-exchange, and sets the low-water mark. Cache-line aligned, so
 // two keys' balances never share a line.
 struct alignas(64) LeaseEntry : LeaseHot {
-  explicit LeaseEntry(std::string_view key) : name_(key) {}
+  // `credit`: the local credit a key without a lease starts with
+  // (LeaseOptions::local_share; 0 for the other cold-key policies).
+  explicit LeaseEntry(std::string_view key, int64_t credit = 0)
+      : local_share(credit), name_(key) {
+    record.credit_given = credit;
+  }
 
   // The key (the registry's map views it).
   std::string_view name() const { return name_; }
@@ -71,8 +83,9 @@ struct alignas(64) LeaseEntry : LeaseHot {
   std::atomic<uint32_t> pins{0};
   // kDenied: until when (book clock, ns).
   std::atomic<int64_t> deny_until_ns{0};
-  // kLocalShare: tokens a cold key may still admit without a lease, and
-  // tokens so admitted that Redis has not been charged for yet.
+  // kLocalShare: tokens a key without a lease may still admit (its local
+  // credit; docs/design.md, "Keys without a lease"), and tokens so admitted
+  // that no charge has taken yet.
   std::atomic<int64_t> local_share{0};
   std::atomic<int64_t> unsynced{0};
   // The largest cost denied since the last lease request: the next request

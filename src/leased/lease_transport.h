@@ -1,47 +1,66 @@
-// What the reconciler needs from Redis: queue script calls during a step and
-// send them together at its end. An interface, so that tests can drive the
-// reconciler with a transport that answers when they say so
-// (tests/leased/reconciler_test.cc).
+// What the reconciler needs from Redis: batch calls (lua/batch.lua, many
+// keys' items in one script call) queued during a step and sent together at
+// its end. An interface, so that tests can drive the reconciler with a
+// transport that answers when they say so (tests/leased/reconciler_test.cc).
 #ifndef TOKENLEASE_SRC_LEASED_LEASE_TRANSPORT_H_
 #define TOKENLEASE_SRC_LEASED_LEASE_TRANSPORT_H_
 
 #include <optional>
+#include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
+#include "absl/functional/any_invocable.h"
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "redis/redis_client.h"
+#include "redis/reply.h"
+#include "redis/script_call.h"
+#include "tokenlease/spec.h"
 
 namespace tokenlease::internal {
+
+// One reply per item of a batch call, in order: what the single script
+// (acquire.lua or release.lua) would have replied for that item, an error
+// reply of that item alone, or the call's error for every item.
+using BatchReplies = std::vector<absl::StatusOr<RedisReply>>;
+using BatchCallback = absl::AnyInvocable<void(BatchReplies)>;
 
 class LeaseTransport {
  public:
   virtual ~LeaseTransport() = default;
-  // Queues one call of `script` with `args` (numkeys, keys..., argv...). On
-  // OK, `done` runs exactly once, on any thread; on an error it never runs.
-  virtual absl::Status Submit(const LuaScript& script,
-                              std::vector<std::string> args,
-                              ReplyCallback done) = 0;
+  // Queues one batch call of `items` (1 .. kMaxBatchItems). On OK, `done`
+  // runs exactly once, on any thread, with one reply per item; on an error
+  // it never runs.
+  virtual absl::Status SubmitBatch(std::span<const BatchItem> items,
+                                   BatchCallback done) = 0;
   // Sends what was queued since the last Flush (one pipelined write).
   virtual void Flush() = 0;
 };
 
-// The transport of a RedisClient: a step's calls form one Batch.
+// Splits the reply of a batch call of `n` items into one reply per item.
+BatchReplies SplitBatchReply(absl::StatusOr<RedisReply> reply, size_t n);
+
+// The transport of a RedisClient for one limit: a step's calls form one
+// RedisClient::Batch.
 class RedisLeaseTransport final : public LeaseTransport {
  public:
-  // `client` must outlive the transport.
-  explicit RedisLeaseTransport(RedisClient* client) : client_(client) {}
+  // `client` must outlive the transport; `spec` must satisfy
+  // ValidateScriptSpec.
+  RedisLeaseTransport(RedisClient* client, const LimitSpec& spec,
+                      std::string key_prefix)
+      : client_(client), spec_(spec), key_prefix_(std::move(key_prefix)) {}
 
-  absl::Status Submit(const LuaScript& script, std::vector<std::string> args,
-                      ReplyCallback done) override {
-    if (!batch_.has_value()) batch_.emplace(client_);
-    return batch_->SubmitScript(script, std::move(args), std::move(done));
-  }
+  absl::Status SubmitBatch(std::span<const BatchItem> items,
+                           BatchCallback done) override;
   // Ending the batch wakes the client thread once (if anything was queued).
   void Flush() override { batch_.reset(); }
 
  private:
   RedisClient* const client_;
+  const LimitSpec spec_;
+  const std::string key_prefix_;
   std::optional<RedisClient::Batch> batch_;
 };
 

@@ -29,7 +29,6 @@ namespace tokenlease {
 
 using internal::kDenied;
 using internal::kHasLease;
-using internal::kLocalSeeded;
 using internal::kRanDry;
 using internal::kRefillQueued;
 using internal::kRetired;
@@ -67,15 +66,14 @@ class LeasedLimiter::Impl final : public internal::LeaseRegistry::Owner {
         connection_(std::move(connection)),
         clock_(options_.clock != nullptr ? options_.clock : DefaultClock()),
         max_cost_(internal::FirstBandBurst(spec_)),
-        local_share_(std::max<int64_t>(
-            1, static_cast<int64_t>(options_.lease.local_share *
-                                    static_cast<double>(max_cost_)))),
         book_(spec_, options_.lease, options_.key_prefix, RandomInstanceId(),
               std::random_device{}()),
         registry_(this, options_.max_keys, options_.shards,
                   internal::LeaseRegistry::Growth::kRefusesWhenFull),
-        transport_(&connection_->client()),
+        credit_(book_.initial_credit()),
+        transport_(&connection_->client(), spec_, options_.key_prefix),
         reconciler_(&book_, &registry_, &transport_, clock_, options_.lease,
+                    options_.key_prefix,
                     static_cast<size_t>(
                         std::min<int64_t>(options_.max_keys, 1 << 16))) {
     reconciler_.Start();
@@ -86,13 +84,13 @@ class LeasedLimiter::Impl final : public internal::LeaseRegistry::Owner {
   // LeaseRegistry::Owner. Entries are retired only by the reconciler
   // (Growth::kRefusesWhenFull), which alone may read the book. A key the
   // book calls evictable is marked kRetired with a compare-and-swap on its
-  // flags, which fails if a decision has queued a refill meanwhile; a
-  // refill asked for after the mark is not queued (Reconciler::
-  // RequestRefill), and a decision that admitted from the key's local
-  // share after the book's check is charged when the entry is freed
+  // flags, which fails if a decision has queued a refill or a charge
+  // meanwhile; neither is queued after the mark (Reconciler::RequestRefill,
+  // RequestCharge), and a decision that admitted from the key's local
+  // credit after the book's check is charged when the entry is freed
   // (LeaseBook::Bury).
   LeaseEntry* NewEntry(std::string_view name, int64_t) override {
-    return new LeaseEntry(name);
+    return new LeaseEntry(name, credit_);
   }
   // After the grace period: no decision can reach `e` any more.
   void DeleteEntry(LeaseEntry* e) override { book_.Bury(e); }
@@ -102,12 +100,21 @@ class LeasedLimiter::Impl final : public internal::LeaseRegistry::Owner {
     uint32_t f = e->flags.load(std::memory_order_relaxed);
     // seq_cst: one side of the store-load pair with a handle's pin (see
     // ShardedRegistry), and ordered against RequestRefill's fetch_or.
-    return (f & ~kLocalSeeded) == 0 &&
-           e->flags.compare_exchange_strong(f, f | kRetired,
-                                            std::memory_order_seq_cst);
+    if (f != 0 || !e->flags.compare_exchange_strong(
+                      f, f | kRetired, std::memory_order_seq_cst)) {
+      return false;
+    }
+    // A decision still on this entry must not spend credit its successor
+    // gets anew (what it already spent is charged when the entry is freed).
+    book_.RevokeCredit(e);
+    return true;
   }
   void Revive(LeaseEntry* e) override {
     e->flags.fetch_and(~kRetired, std::memory_order_seq_cst);
+    // A charge request undone while it was retired: queue it again.
+    if (e->unsynced.load(std::memory_order_acquire) > 0) {
+      reconciler_.RequestCharge(e);
+    }
   }
 
   // Pins `e` for a handle or a wait, unless it was retired (then the
@@ -177,12 +184,7 @@ class LeasedLimiter::Impl final : public internal::LeaseRegistry::Owner {
     if (!(flags & kHasLease)) {
       switch (options_.lease.cold_key_policy) {
         case ColdKeyPolicy::kLocalShare:
-          if (TakeLocalShare(e, cost)) {
-            d.allowed = true;
-            d.source = DecisionSource::kFallback;
-            reconciler_.RequestRefill(e);  // brings the charge along
-            return d;
-          }
+          if (TakeLocalCredit(e, cost, &d)) return d;
           break;
         case ColdKeyPolicy::kWait:
           if (may_wait && WaitForLease(e, cost)) {
@@ -217,21 +219,29 @@ class LeasedLimiter::Impl final : public internal::LeaseRegistry::Owner {
     return d;
   }
 
-  bool TakeLocalShare(LeaseEntry* e, int64_t cost) {
-    // The share is seeded on the key's first cold decision.
-    int64_t have = e->local_share.load(std::memory_order_relaxed);
-    if (have == 0 &&
-        !(e->flags.fetch_or(kLocalSeeded, std::memory_order_acq_rel) &
-          kLocalSeeded)) {
-      e->local_share.fetch_add(local_share_, std::memory_order_relaxed);
+  // ColdKeyPolicy::kLocalShare: admits from the key's local credit, counts
+  // the tokens as uncharged and queues the key for a charge. A key that has
+  // spent more than half of A asks for a lease as well (it is busy enough
+  // to decide from one).
+  bool TakeLocalCredit(LeaseEntry* e, int64_t cost, Decision* d) {
+    // relaxed: the credit is a count of tokens, as the balance; a failed
+    // subtraction is undone and only makes others see fewer tokens.
+    if (e->local_share.load(std::memory_order_relaxed) < cost) return false;
+    const int64_t old =
+        e->local_share.fetch_sub(cost, std::memory_order_relaxed);
+    if (old < cost) {
+      e->local_share.fetch_add(cost, std::memory_order_relaxed);
+      return false;
     }
-    if (e->local_share.fetch_sub(cost, std::memory_order_relaxed) >= cost) {
-      // acq_rel: the reconciler's exchange takes whole admissions.
-      e->unsynced.fetch_add(cost, std::memory_order_acq_rel);
-      return true;
-    }
-    e->local_share.fetch_add(cost, std::memory_order_relaxed);
-    return false;
+    // acq_rel: the reconciler's exchange takes whole admissions. Added
+    // before the key is queued, so the charge the queue leads to sees it.
+    e->unsynced.fetch_add(cost, std::memory_order_acq_rel);
+    reconciler_.RequestCharge(e);
+    if (2 * (old - cost) < credit_) reconciler_.RequestRefill(e);
+    d->allowed = true;
+    d->source = DecisionSource::kLocalCredit;
+    d->remaining = old - cost;
+    return true;
   }
 
   bool WaitForLease(LeaseEntry* e, int64_t cost) {
@@ -328,6 +338,7 @@ class LeasedLimiter::Impl final : public internal::LeaseRegistry::Owner {
   LeaseStats stats() const {
     LeaseStats s = book_.stats();
     s.keys = static_cast<uint64_t>(registry_.size());
+    s.batch_calls = reconciler_.batch_calls();
     s.redis = connection_->stats();
     return s;
   }
@@ -347,12 +358,12 @@ class LeasedLimiter::Impl final : public internal::LeaseRegistry::Owner {
   const LeasedLimiterOptions options_;
   const std::shared_ptr<RedisConnection> connection_;
   Clock* const clock_;
-  const int64_t max_cost_;     // the first band's burst
-  const int64_t local_share_;  // kLocalShare: tokens per cold period
+  const int64_t max_cost_;  // the first band's burst
   // Destroyed in reverse: the reconciler (stopped first) before the
   // registry and the book it uses.
   internal::LeaseBook book_;
   internal::LeaseRegistry registry_;
+  const int64_t credit_;  // A: a new key's local credit (book_)
   internal::RedisLeaseTransport transport_;
   internal::Reconciler reconciler_;
 };

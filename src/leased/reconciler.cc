@@ -2,23 +2,34 @@
 
 #include <algorithm>
 #include <chrono>
+#include <deque>
+#include <memory>
+#include <string>
 #include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "redis/script_call.h"
 
 namespace tokenlease::internal {
 
 Reconciler::Reconciler(LeaseBook* book, LeaseRegistry* registry,
                        LeaseTransport* transport, Clock* clock,
-                       const LeaseOptions& options, size_t queue_capacity)
+                       const LeaseOptions& options, std::string key_prefix,
+                       size_t queue_capacity)
     : book_(book),
       registry_(registry),
       transport_(transport),
       clock_(clock),
       tick_ns_(absl::ToInt64Nanoseconds(options.tick)),
+      batch_window_ns_(absl::ToInt64Nanoseconds(options.batch_window)),
+      charge_delay_ns_(absl::ToInt64Nanoseconds(options.charge_delay)),
+      group_by_slot_(options.group_batches_by_slot),
+      key_prefix_(std::move(key_prefix)),
       evict_every_ns_(
           std::max(tick_ns_, absl::ToInt64Nanoseconds(options.idle_evict) / 4)),
       requests_(queue_capacity),
+      charges_(queue_capacity),
       sink_(std::make_shared<ReplySink>()) {
   sink_->owner = this;
 }
@@ -112,9 +123,12 @@ absl::Status Reconciler::Sync(absl::Duration timeout) {
   // A step that starts after this point sees every request made before it.
   const uint64_t target = steps_started_ + 1;
   wake_ = true;
+  ++flush_waiters_;  // no batch waits for its window meanwhile
   cv_.notify_one();
-  if (!done_cv_.wait_until(lock, deadline,
-                           [&] { return idle_after_step_ >= target; })) {
+  const bool idle = done_cv_.wait_until(
+      lock, deadline, [&] { return idle_after_step_ >= target; });
+  --flush_waiters_;
+  if (!idle) {
     return absl::DeadlineExceededError(absl::StrCat(
         "the reconciler did not become idle within ",
         absl::FormatDuration(timeout), ": ",
@@ -130,19 +144,35 @@ void Reconciler::Step() {
   book_->BeginStep(now);
   LeaseCalls calls;
   const int64_t applied = ApplyReplies(now, &calls);
-  // Queued calls first (they are older), then the book's new ones.
-  SendQueued();
+  bool return_all, force;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    return_all = return_all_;
+    force = return_all_ || return_all_waiters_ > 0 || flush_waiters_ > 0 ||
+            std::exchange(flush_, false);
+  }
+  // The window and the charge delay are transport pacing, on the real clock
+  // (the book's clock may be a test's manual one).
+  const int64_t steady_now =
+      std::chrono::duration_cast<std::chrono::nanoseconds>(
+          std::chrono::steady_clock::now().time_since_epoch())
+          .count();
   book_->RetryCharges(&calls);
+  TakeCharges(steady_now, force, &calls);
+  // relaxed: a hint that a charge request was dropped (queue full); the
+  // sweep finds every key with uncharged admissions.
+  if (charge_sweep_.exchange(false, std::memory_order_relaxed)) {
+    registry_->ForEach([&](LeaseEntry* e) {
+      if (!(e->flags.load(std::memory_order_acquire) & kChargeQueued)) {
+        book_->ChargeUnqueued(e, &calls);
+      }
+    });
+  }
   want_.assign(deferred_.begin(), deferred_.end());
   deferred_.clear();
   while (LeaseEntry* e = requests_.TryPop()) want_.push_back(e);
   book_->Expire(now, &calls, &want_);
 
-  bool return_all;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    return_all = return_all_;
-  }
   // A key caught with a negative balance is retried on the next step, and
   // the ReturnAll waiter keeps waiting for it (within its deadline).
   bool all_returned = true;
@@ -165,7 +195,9 @@ void Reconciler::Step() {
     next_evict_ns_ = now + evict_every_ns_;
   }
   book_->DrainGraveyard(&calls);
-  Send(std::move(calls));
+  registry_->FreeRetiredTables();  // left by inserts on deciding threads
+  Enqueue(std::move(calls));
+  Dispatch(steady_now, force);
   // Everything submitted in this step leaves in one pipelined write.
   transport_->Flush();
   // release: see outstanding_ (the follow-ups are counted by now).
@@ -182,9 +214,10 @@ void Reconciler::Step() {
 
 bool Reconciler::Idle() {
   std::lock_guard<std::mutex> lock(sink_->mu);
-  return sink_->items.empty() && requests_.Empty() && deferred_.empty() &&
-         queued_.empty() && calls_in_flight_ == 0 && !book_->HasRetries() &&
-         !book_->HasGraveyard();
+  return sink_->items.empty() && requests_.Empty() && charges_.Empty() &&
+         deferred_.empty() && charge_wait_.empty() && queued_.empty() &&
+         queued_charges_.empty() && calls_in_flight_ == 0 &&
+         !book_->HasRetries() && !book_->HasGraveyard();
 }
 
 int64_t Reconciler::ApplyReplies(int64_t now, LeaseCalls* out) {
@@ -200,43 +233,118 @@ int64_t Reconciler::ApplyReplies(int64_t now, LeaseCalls* out) {
   return static_cast<int64_t>(items.size());
 }
 
-void Reconciler::Send(LeaseCalls calls) {
+void Reconciler::TakeCharges(int64_t steady_now_ns, bool force,
+                             LeaseCalls* out) {
+  // A key stays queued (kChargeQueued) for charge_delay, so that what it
+  // admits meanwhile joins the same charge.
+  while (LeaseEntry* e = charges_.TryPop()) {
+    charge_wait_.push_back({e, steady_now_ns + charge_delay_ns_});
+  }
+  while (!charge_wait_.empty() &&
+         (force || charge_wait_.front().ready_ns <= steady_now_ns)) {
+    book_->ChargeQueued(charge_wait_.front().entry, out);
+    charge_wait_.pop_front();
+  }
+}
+
+void Reconciler::Enqueue(LeaseCalls calls) {
+  if (calls.empty()) return;
   for (LeaseCall& call : calls) {
     // relaxed: see outstanding_.
     outstanding_.fetch_add(1, std::memory_order_relaxed);
-    if (queued_.empty() && calls_in_flight_ < kMaxCallsInFlight) {
-      Submit(std::move(call));
-    } else {
-      queued_.push_back(std::move(call));
+    urgent_queued_ |= call.urgent;
+    // Charges queue behind leases and returns: under a flood of new keys
+    // they must not delay the leases of hot keys (the bound does not
+    // depend on how late a charge is; the credit is bounded).
+    // A charge made with its key's lease request stays ahead of it.
+    (call.kind == LeaseCall::Kind::kCharge && call.background ? queued_charges_
+                                                              : queued_)
+        .push_back(std::move(call));
+  }
+}
+
+void Reconciler::Dispatch(int64_t steady_now_ns, bool force) {
+  // A partial batch leaves when something waits for it (an urgent lease,
+  // ReturnAll, Sync), or when no partial batch left in the last window: a
+  // lone request leaves at this step, a stream fills batches, at most one
+  // partial batch per window. Full batches always leave.
+  bool partial_ok = force || urgent_queued_ ||
+                    steady_now_ns - last_partial_ns_ >= batch_window_ns_;
+  while (Queued() > 0 && calls_in_flight_ < kMaxCallsInFlight) {
+    const size_t room =
+        static_cast<size_t>(kMaxCallsInFlight - calls_in_flight_);
+    const size_t n =
+        std::min({Queued(), static_cast<size_t>(kMaxBatchItems), room});
+    if (n < static_cast<size_t>(kMaxBatchItems) && !partial_ok) break;
+    const size_t sent = SubmitBatch(n);
+    if (sent < static_cast<size_t>(kMaxBatchItems)) {
+      last_partial_ns_ = steady_now_ns;
+      partial_ok = force || urgent_queued_;
     }
   }
+  if (queued_.empty()) urgent_queued_ = false;  // charges are never urgent
 }
 
-void Reconciler::SendQueued() {
-  while (!queued_.empty() && calls_in_flight_ < kMaxCallsInFlight) {
-    LeaseCall call = std::move(queued_.front());
-    queued_.pop_front();
-    Submit(std::move(call));
+size_t Reconciler::SubmitBatch(size_t n) {
+  std::vector<LeaseCall> calls;
+  calls.reserve(n);
+  if (!group_by_slot_) {
+    for (std::deque<LeaseCall>* q : {&queued_, &queued_charges_}) {
+      while (calls.size() < n && !q->empty()) {
+        calls.push_back(std::move(q->front()));
+        q->pop_front();
+      }
+    }
+  } else {
+    // One hash slot per call (Redis Cluster): the oldest lease's or
+    // return's (else charge's), and the calls of that slot after it, in
+    // order (a key's calls keep their order: all of them have its slot).
+    const LeaseCall& first =
+        queued_.empty() ? queued_charges_.front() : queued_.front();
+    const uint16_t slot =
+        HashSlot(LimitKeyTag(key_prefix_, first.entry->name()));
+    for (std::deque<LeaseCall>* q : {&queued_, &queued_charges_}) {
+      std::deque<LeaseCall> rest;
+      while (!q->empty()) {
+        LeaseCall& c = q->front();
+        if (calls.size() < n &&
+            HashSlot(LimitKeyTag(key_prefix_, c.entry->name())) == slot) {
+          calls.push_back(std::move(c));
+        } else {
+          rest.push_back(std::move(c));
+        }
+        q->pop_front();
+      }
+      q->swap(rest);
+    }
   }
-}
-
-void Reconciler::Submit(LeaseCall call) {
-  ++calls_in_flight_;
-  std::vector<std::string> args = std::move(call.args);
-  const LuaScript& script = call.script();
+  std::vector<BatchItem> items;
+  items.reserve(calls.size());
+  for (LeaseCall& c : calls) items.push_back(std::move(c.item));
+  calls_in_flight_ += static_cast<int64_t>(calls.size());
+  batch_calls_.fetch_add(1, std::memory_order_relaxed);  // relaxed: a count
   std::shared_ptr<ReplySink> sink = sink_;
-  absl::Status queued = transport_->Submit(
-      script, std::move(args), [sink, call](absl::StatusOr<RedisReply> reply) {
+  const size_t sent = calls.size();
+  auto shared_calls =
+      std::make_shared<std::vector<LeaseCall>>(std::move(calls));
+  absl::Status queued = transport_->SubmitBatch(
+      items, [sink, shared_calls](BatchReplies replies) {
         std::lock_guard<std::mutex> lock(sink->mu);
         if (sink->owner == nullptr) return;
-        sink->items.push_back(ReplySink::Item{call, std::move(reply)});
+        for (size_t i = 0; i < shared_calls->size(); ++i) {
+          sink->items.push_back(ReplySink::Item{std::move((*shared_calls)[i]),
+                                                std::move(replies[i])});
+        }
         sink->owner->Wake();
       });
   if (!queued.ok()) {
-    // Not sent (queue full, shutting down): applied as a failed call.
+    // Not sent (queue full, shutting down): applied as failed calls.
     std::lock_guard<std::mutex> lock(sink_->mu);
-    sink_->items.push_back(ReplySink::Item{std::move(call), queued});
+    for (LeaseCall& c : *shared_calls) {
+      sink_->items.push_back(ReplySink::Item{std::move(c), queued});
+    }
   }
+  return sent;
 }
 
 }  // namespace tokenlease::internal

@@ -14,6 +14,7 @@
 #include <deque>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -32,18 +33,21 @@ using LeaseRegistry = ShardedRegistry<LeaseEntry>;
 
 class Reconciler {
  public:
-  // Calls in flight at most. At ~30 us of script per call, 256 queued calls
-  // are ~8 ms of Redis time per instance: far below any sane command
-  // timeout, so an overloaded Redis slows leasing down instead of timing
-  // out (and resetting) every connection.
+  // Calls (batch items) in flight at most. At 5 to 30 us of script per
+  // item, 256 are at most ~8 ms of Redis time per instance: far below any
+  // sane command timeout, so an overloaded Redis slows leasing down instead
+  // of timing out (and resetting) every connection.
   static constexpr int64_t kMaxCallsInFlight = 256;
 
   // `book`, `registry`, `transport` and `clock` must outlive the
   // reconciler. `registry` is reclaimed only from this thread
   // (Growth::kRefusesWhenFull).
+  // `key_prefix` gives the hash slots of keys (options.
+  // group_batches_by_slot).
   Reconciler(LeaseBook* book, LeaseRegistry* registry,
              LeaseTransport* transport, Clock* clock,
-             const LeaseOptions& options, size_t queue_capacity);
+             const LeaseOptions& options, std::string key_prefix,
+             size_t queue_capacity);
   ~Reconciler();  // Stop() if still running
 
   void Start();
@@ -79,9 +83,43 @@ class Reconciler {
     }
   }
 
-  // Runs a step now instead of at the next tick: for a decision that waits
-  // for its lease anyway (ColdKeyPolicy::kWait).
-  void WakeNow() { Wake(); }
+  // Decision path, any thread: `e` admitted tokens from its local credit
+  // (LeaseEntry::unsynced); queue it for a charge, once until the
+  // reconciler takes it. Never blocks, no system call: charges wait for the
+  // next batch (LeaseOptions::batch_window).
+  void RequestCharge(LeaseEntry* e) {
+    // relaxed: a hint; the fetch_or below decides.
+    if (e->flags.load(std::memory_order_relaxed) & kChargeQueued) return;
+    // acq_rel: exactly one caller wins the flag and enqueues.
+    const uint32_t before =
+        e->flags.fetch_or(kChargeQueued, std::memory_order_acq_rel);
+    if (before & kChargeQueued) return;
+    if ((before & kRetired) || !charges_.TryPush(e)) [[unlikely]] {
+      // Retired: the entry's uncharged tokens are charged when it is freed
+      // (LeaseBook::Bury). Queue full: the next step sweeps every key.
+      e->flags.fetch_and(~kChargeQueued, std::memory_order_acq_rel);
+      if (!(before & kRetired)) {
+        // relaxed: a hint read by the reconciler's next step.
+        charge_sweep_.store(true, std::memory_order_relaxed);
+      }
+    }
+  }
+
+  // Runs a step now instead of at the next tick, and sends what it asks
+  // for without waiting for a fuller batch: for a decision that waits for
+  // its lease anyway (ColdKeyPolicy::kWait).
+  void WakeNow() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      flush_ = true;
+    }
+    Wake();
+  }
+
+  // Batch calls sent so far (each carries 1 .. kMaxBatchItems calls).
+  uint64_t batch_calls() const {
+    return batch_calls_.load(std::memory_order_relaxed);  // relaxed: a count
+  }
 
   // True while a ReturnAll call is waiting (for tests: a step that starts
   // after this returned true declines new leases).
@@ -119,14 +157,22 @@ class Reconciler {
   // `out`. Returns how many were applied (outstanding_ is decremented
   // only once the follow-ups are counted: see Step).
   int64_t ApplyReplies(int64_t now, LeaseCalls* out);
-  // Submits `calls` in order while fewer than kMaxCallsInFlight are in
-  // flight, and queues the rest.
-  void Send(LeaseCalls calls);
-  void SendQueued();
-  void Submit(LeaseCall call);
+  // Moves the charge queue's keys to charge_wait_, and charges those that
+  // waited charge_delay (all of them if `force`).
+  void TakeCharges(int64_t steady_now_ns, bool force, LeaseCalls* out);
+  // Queues the step's new calls behind the older ones.
+  void Enqueue(LeaseCalls calls);
+  // Sends queued calls as batch calls (see LeaseOptions::batch_window)
+  // while fewer than kMaxCallsInFlight are in flight; `force` sends partial
+  // batches at once.
+  void Dispatch(int64_t steady_now_ns, bool force);
+  // Sends the first `n` queued calls (or, grouping by slot, up to `n` of
+  // the oldest call's hash slot) as one batch call; returns how many.
+  size_t SubmitBatch(size_t n);
   // True if `more` new calls still fit under kMaxCallsInFlight with what is
   // in flight and queued.
   bool HasRoom(size_t more) const {
+    // Queued charges do not count: they leave after the leases.
     return calls_in_flight_ + static_cast<int64_t>(queued_.size() + more) <
            kMaxCallsInFlight;
   }
@@ -138,9 +184,16 @@ class Reconciler {
   LeaseTransport* const transport_;
   Clock* const clock_;
   const int64_t tick_ns_;
+  const int64_t batch_window_ns_;
+  const int64_t charge_delay_ns_;
+  const bool group_by_slot_;
+  const std::string key_prefix_;
   const int64_t evict_every_ns_;
 
   BoundedMpscQueue<LeaseEntry> requests_;
+  BoundedMpscQueue<LeaseEntry> charges_;
+  std::atomic<bool> charge_sweep_{false};
+  std::atomic<uint64_t> batch_calls_{0};
   std::shared_ptr<ReplySink> sink_;
 
   std::mutex mu_;               // guards the fields below up to wake_pending_
@@ -150,6 +203,8 @@ class Reconciler {
   bool stop_ = false;
   bool return_all_ = false;
   int return_all_waiters_ = 0;  // ReturnAll calls waiting
+  int flush_waiters_ = 0;       // Sync calls waiting
+  bool flush_ = false;          // WakeNow: send the next step's calls at once
   uint64_t steps_started_ = 0;
   uint64_t idle_after_step_ = 0;  // the last step that ended idle
   std::atomic<bool> wake_pending_{false};
@@ -160,7 +215,17 @@ class Reconciler {
   // (still flagged kRefillQueued, so not asked twice), and the book's
   // other calls that waited for room, oldest first.
   std::deque<LeaseEntry*> deferred_;
-  std::deque<LeaseCall> queued_;
+  struct ChargeWait {
+    LeaseEntry* entry;  // still flagged kChargeQueued
+    int64_t ready_ns;   // steady clock
+  };
+  std::deque<ChargeWait> charge_wait_;
+  std::deque<LeaseCall> queued_;          // leases and returns
+  std::deque<LeaseCall> queued_charges_;  // sent after queued_
+  size_t Queued() const { return queued_.size() + queued_charges_.size(); }
+  bool urgent_queued_ = false;               // an urgent call waits in queued_
+  int64_t last_partial_ns_ = INT64_MIN / 2;  // steady clock: the last
+                                             // partial batch left
   int64_t calls_in_flight_ = 0;
   int64_t next_evict_ns_ = 0;
 

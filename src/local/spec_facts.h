@@ -6,6 +6,7 @@
 
 #include <cstdint>
 
+#include "absl/time/time.h"
 #include "tokenlease/spec.h"
 
 namespace tokenlease::internal {
@@ -33,6 +34,21 @@ inline int64_t EffectiveBurst(const Band& b) {
 // the largest cost a lease can pay.
 inline int64_t FirstBandBurst(const LimitSpec& spec) {
   return EffectiveBurst(spec.bands.front());
+}
+
+// An upper bound on how long every band takes to come back from empty to
+// full: per band its period times ceil(burst / limit) (a window's burst is
+// its limit), the largest over the bands; saturates at INT64_MAX.
+inline int64_t FullRefillNanos(const LimitSpec& spec) {
+  int64_t longest = 0;
+  for (const Band& b : spec.bands) {
+    const int64_t periods = (EffectiveBurst(b) + b.limit - 1) / b.limit;
+    const int64_t period = absl::ToInt64Nanoseconds(b.period);
+    const int64_t t =
+        period > INT64_MAX / periods ? INT64_MAX : period * periods;
+    if (t > longest) longest = t;
+  }
+  return longest;
 }
 
 }  // namespace tokenlease::internal

@@ -28,8 +28,9 @@ int main(int argc, char** argv) {
   for (int i = 0; i < 1000; ++i) {
     allowed += (*limiter)->TryAcquire(*key).allowed;
   }
-  // The first calls of a cold key are denied until its first lease arrives
-  // (LeaseOptions::cold_key_policy can wait or admit a local share instead).
+  // A key without a lease decides at once from a local credit that is
+  // charged to Redis afterwards (LeaseOptions::cold_key_policy can deny or
+  // wait for the first lease instead).
   std::printf("%d of 1000 allowed\n", allowed);
   return 0;
 }

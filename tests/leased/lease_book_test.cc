@@ -50,27 +50,20 @@ RedisReply IntegerReply(int64_t v) {
   return r;
 }
 
-// ARGV fields of the calls (docs/lua-protocol.md), after numkeys and keys.
-int64_t Arg(const LeaseCall& c, int argv_index) {
-  int64_t numkeys = 0;
-  EXPECT_TRUE(absl::SimpleAtoi(c.args.at(0), &numkeys));
-  int64_t v = 0;
-  EXPECT_TRUE(absl::SimpleAtoi(c.args.at(numkeys + argv_index), &v))
-      << c.args.at(numkeys + argv_index);
-  return v;
+// The fields of the calls' batch items (docs/lua-protocol.md, batch).
+int64_t Wanted(const LeaseCall& c) { return c.item.wanted; }
+int64_t Minimum(const LeaseCall& c) { return c.item.minimum; }
+int64_t ChargeFlag(const LeaseCall& c) {
+  return c.item.op == BatchItem::Op::kCharge ? 1 : 0;
 }
-// acquire: ARGV 3 wanted, 4 minimum, 6 charge, 7 max_debt.
-int64_t Wanted(const LeaseCall& c) { return Arg(c, 3); }
-int64_t Minimum(const LeaseCall& c) { return Arg(c, 4); }
-int64_t ChargeFlag(const LeaseCall& c) { return Arg(c, 6); }
-int64_t MaxDebt(const LeaseCall& c) { return Arg(c, 7); }
-// release: ARGV 3 amount, 4 granted_at_us; the last key is the dedup key.
-int64_t Amount(const LeaseCall& c) { return Arg(c, 3); }
-int64_t GrantedAtUs(const LeaseCall& c) { return Arg(c, 4); }
+int64_t MaxDebt(const LeaseCall& c) { return c.item.max_debt; }
+// release: the amount; acquire and charge: wanted.
+int64_t Amount(const LeaseCall& c) {
+  return c.item.op == BatchItem::Op::kRelease ? c.item.amount : c.item.wanted;
+}
+int64_t GrantedAtUs(const LeaseCall& c) { return c.item.granted_at_us; }
 std::string DedupKey(const LeaseCall& c) {
-  int64_t numkeys = 0;
-  EXPECT_TRUE(absl::SimpleAtoi(c.args.at(0), &numkeys));
-  return c.args.at(numkeys);
+  return absl::StrCat(LimitKeyTag("lt:", c.item.name), ":r:", c.item.lease_id);
 }
 
 class LeaseBookTest : public ::testing::Test {
@@ -126,7 +119,7 @@ TEST_F(LeaseBookTest, GrantFillsTheBalanceAndExpiryReturnsTheLeftover) {
   LeaseCalls calls = Ask(kT0);
   ASSERT_THAT(calls, SizeIs(1));
   EXPECT_EQ(calls[0].kind, LeaseCall::Kind::kLease);
-  EXPECT_EQ(&calls[0].script(), &kAcquireScript);
+  EXPECT_EQ(calls[0].item.op, BatchItem::Op::kAcquire);
   EXPECT_EQ(Wanted(calls[0]), 1);  // a cold key starts at one token
   EXPECT_EQ(ChargeFlag(calls[0]), 0);
   EXPECT_TRUE(Flags() & kRefillQueued);  // until the reply is applied
@@ -144,7 +137,7 @@ TEST_F(LeaseBookTest, GrantFillsTheBalanceAndExpiryReturnsTheLeftover) {
   calls = Expire(kT0 + ttl);
   ASSERT_THAT(calls, SizeIs(1));
   EXPECT_EQ(calls[0].kind, LeaseCall::Kind::kRelease);
-  EXPECT_EQ(&calls[0].script(), &kReleaseScript);
+  EXPECT_EQ(calls[0].item.op, BatchItem::Op::kRelease);
   EXPECT_EQ(Amount(calls[0]), 1);
   EXPECT_EQ(DedupKey(calls[0]), "{lt:k}:r:inst:1:1");
   EXPECT_EQ(Balance(), 0);
@@ -330,6 +323,51 @@ TEST_F(LeaseBookTest, ChargesOneAtATimeAndRetryFailures) {
   book_.RetryCharges(&calls);  // the waiting entry finds nothing left
   EXPECT_TRUE(calls.empty());
   EXPECT_FALSE(book_.HasRetries());
+}
+
+// ColdKeyPolicy::kLocalShare (the default): a new key starts with A =
+// 0.25 x burst of credit; each charge's reply sets it to min(A, 0.25 x what
+// Redis says is left), counting what was admitted meanwhile, so credit plus
+// uncharged tokens never exceed that.
+TEST_F(LeaseBookTest, LocalCreditFollowsWhatRedisSaysIsLeft) {
+  ASSERT_EQ(book_.initial_credit(), 250);
+  LeaseEntry e("c", book_.initial_credit());
+  auto admit = [&](int64_t n) {  // the decision path's side
+    ASSERT_GE(e.local_share.fetch_sub(n), n);
+    e.unsynced.fetch_add(n);
+    e.flags.fetch_or(kChargeQueued);
+  };
+  admit(100);
+  LeaseCalls calls;
+  book_.ChargeQueued(&e, &calls);
+  EXPECT_FALSE(e.flags.load() & kChargeQueued);
+  ASSERT_THAT(calls, SizeIs(1));
+  EXPECT_EQ(ChargeFlag(calls[0]), 1);
+  EXPECT_EQ(Wanted(calls[0]), 100);
+  admit(50);  // while the charge is in flight: 100 credit + 50 uncharged
+  // Redis has 400 left: the target is min(250, 100) = 100 in all.
+  EXPECT_TRUE(Apply(calls[0], AcquireReply(100, 400), kT0).empty());
+  EXPECT_EQ(e.local_share.load() + e.unsynced.load(), 100);
+  EXPECT_EQ(e.local_share.load(), 50);
+  // Redis has plenty again: credit back up to A, less the uncharged 50.
+  calls.clear();
+  e.flags.fetch_or(kChargeQueued);
+  book_.ChargeQueued(&e, &calls);
+  ASSERT_THAT(calls, SizeIs(1));
+  EXPECT_TRUE(Apply(calls[0], AcquireReply(50, 5000), kT0).empty());
+  EXPECT_EQ(e.local_share.load(), 250);
+  // Redis is empty (a lease refused): no credit left.
+  admit(10);
+  e.flags.fetch_or(kRefillQueued);
+  calls.clear();
+  book_.Lease(&e, kT0, &calls);
+  ASSERT_THAT(calls, SizeIs(2));  // the charge of 10, then the lease
+  EXPECT_FALSE(calls[1].urgent);  // credit is left
+  EXPECT_TRUE(Apply(calls[1], AcquireReply(0, 0, 1000), kT0).empty());
+  EXPECT_EQ(e.local_share.load(), 0);
+  EXPECT_TRUE(Apply(calls[0], AcquireReply(10, 0), kT0).empty());
+  EXPECT_EQ(e.local_share.load(), 0);
+  EXPECT_EQ(book_.stats().tokens_charged, 160u);
 }
 
 // ReturnAll: a lease caught with a negative balance is not taken (and the

@@ -8,9 +8,11 @@
 #include <gtest/gtest.h>
 
 #include <condition_variable>
+#include <functional>
 #include <future>
 #include <memory>
 #include <mutex>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -46,24 +48,40 @@ RedisReply IntegerReply(int64_t v) {
   return r;
 }
 
-// Holds every submitted call until the test answers it.
+// Holds every submitted call (a batch item) until the test answers it; a
+// batch's callback runs once all of its items are answered.
 class FakeTransport final : public LeaseTransport {
  public:
   struct Call {
-    bool release = false;  // release script (else acquire)
-    int64_t amount = 0;    // acquire: wanted; release: amount (ARGV 3)
-    ReplyCallback done;
+    bool release = false;  // a release item (else acquire or charge)
+    int64_t amount = 0;    // acquire: wanted; release: amount
+    std::function<void(RedisReply)> done;
   };
 
-  absl::Status Submit(const LuaScript& script, std::vector<std::string> args,
-                      ReplyCallback done) override {
-    int64_t numkeys = 0, amount = 0;
-    EXPECT_TRUE(absl::SimpleAtoi(args.at(0), &numkeys));
-    EXPECT_TRUE(absl::SimpleAtoi(args.at(numkeys + 3), &amount));
+  absl::Status SubmitBatch(std::span<const BatchItem> items,
+                           BatchCallback done) override {
+    EXPECT_GE(items.size(), 1u);
+    EXPECT_LE(items.size(), static_cast<size_t>(kMaxBatchItems));
+    struct Pending {
+      BatchCallback done;
+      BatchReplies replies;
+      size_t left;
+    };
+    auto batch = std::make_shared<Pending>(
+        Pending{std::move(done), BatchReplies(items.size()), items.size()});
     std::lock_guard<std::mutex> lock(mu_);
-    pending_.push_back(
-        Call{&script == &kReleaseScript, amount, std::move(done)});
-    ++submitted_;
+    for (size_t i = 0; i < items.size(); ++i) {
+      const bool release = items[i].op == BatchItem::Op::kRelease;
+      pending_.push_back(Call{release,
+                              release ? items[i].amount : items[i].wanted,
+                              [batch, i](RedisReply r) {
+                                batch->replies[i] = std::move(r);
+                                if (--batch->left == 0)
+                                  batch->done(std::move(batch->replies));
+                              }});
+      ++submitted_;
+    }
+    ++batches_;
     max_pending_ = std::max(max_pending_, pending_.size());
     return absl::OkStatus();
   }
@@ -96,6 +114,10 @@ class FakeTransport final : public LeaseTransport {
     std::lock_guard<std::mutex> lock(mu_);
     return submitted_;
   }
+  uint64_t batches() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return batches_;
+  }
   size_t max_pending() {
     std::lock_guard<std::mutex> lock(mu_);
     return max_pending_;
@@ -107,6 +129,7 @@ class FakeTransport final : public LeaseTransport {
   std::vector<Call> pending_;
   uint64_t flushes_ = 0;
   uint64_t submitted_ = 0;
+  uint64_t batches_ = 0;
   size_t max_pending_ = 0;
 };
 
@@ -127,7 +150,7 @@ class ReconcilerTest : public ::testing::Test {
               "rt:", "inst", 1),
         registry_(&keys_, 1 << 20, 64, LeaseRegistry::Growth::kRefusesWhenFull),
         reconciler_(&book_, &registry_, &transport_, &clock_, Options(),
-                    1 << 12) {
+                    "rt:", 1 << 12) {
     reconciler_.Start();
   }
   ~ReconcilerTest() override { reconciler_.Stop(absl::ZeroDuration()); }
@@ -237,6 +260,23 @@ TEST_F(ReconcilerTest, ReturnAllDeclinesKeysWaitingForRoom) {
   EXPECT_EQ(book_.stats().lease_requests,
             static_cast<uint64_t>(Reconciler::kMaxCallsInFlight));
   EXPECT_EQ(book_.stats().tokens_returned, book_.stats().tokens_granted);
+}
+
+// A key's charge made with its lease request goes out before the lease, in
+// the same batch call.
+TEST_F(ReconcilerTest, AKeysChargeGoesBeforeItsLease) {
+  LeaseEntry* e = registry_.With("c", 0, [](LeaseEntry* x) { return x; });
+  e->unsynced.store(7);
+  reconciler_.RequestRefill(e);
+  std::vector<FakeTransport::Call> calls = transport_.Take(2);
+  ASSERT_EQ(calls.size(), 2u);
+  EXPECT_EQ(transport_.batches(), 1u);
+  EXPECT_FALSE(calls[0].release);
+  EXPECT_EQ(calls[0].amount, 7);  // the charge
+  EXPECT_EQ(calls[1].amount, 1);  // the lease: a new key asks for 1
+  Answer(calls);
+  EXPECT_TRUE(reconciler_.Sync(kBound).ok());
+  EXPECT_EQ(book_.stats().tokens_charged, 7u);
 }
 
 TEST_F(ReconcilerTest, SyncReturnsOnlyOnceTheAnswersAreApplied) {

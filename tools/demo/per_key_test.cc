@@ -67,8 +67,8 @@ TEST(PerKeyTest, BoundOfLeasedModeWithLocalShare) {
 TEST(PerKeyTest, LocalAllowanceIsAtLeastOneToken) {
   DemoOptions o = Zipf();
   o.cold_key_policy = ColdKeyPolicy::kLocalShare;
-  o.local_share = LeaseOptions{}.local_share;  // 0.01 x 100 = 1
-  EXPECT_EQ(ComputePerKeyBound(o, 1).local_allowance, 1);
+  o.local_share = LeaseOptions{}.local_share;  // 0.25 x 100 = 25
+  EXPECT_EQ(ComputePerKeyBound(o, 1).local_allowance, 25);
   o.local_share = 0.001;  // 0.1: floored to 0, then at least 1
   EXPECT_EQ(ComputePerKeyBound(o, 1).local_allowance, 1);
 }

@@ -1,0 +1,70 @@
+#include "leased/lease_transport.h"
+
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "redis/scripts.h"
+
+namespace tokenlease::internal {
+
+BatchReplies SplitBatchReply(absl::StatusOr<RedisReply> reply, size_t n) {
+  if (!reply.ok()) return BatchReplies(n, reply.status());
+  if (reply->type == RedisReply::Type::kError) {
+    // The whole call failed (a bad argument, a script error before the
+    // first item): every item gets the error, as the single script's own.
+    return BatchReplies(n, *reply);
+  }
+  if (reply->type != RedisReply::Type::kArray || reply->elements.size() != n) {
+    return BatchReplies(
+        n, absl::InternalError(absl::StrCat(
+               "tokenlease batch script: expected an array of ", n,
+               " replies, got another reply (is the script on the server "
+               "the one this build embeds?)")));
+  }
+  BatchReplies out;
+  out.reserve(n);
+  for (RedisReply& element : reply->elements) out.push_back(std::move(element));
+  return out;
+}
+
+absl::Status RedisLeaseTransport::SubmitBatch(std::span<const BatchItem> items,
+                                              BatchCallback done) {
+  if (!batch_.has_value()) batch_.emplace(client_);
+  if (items.size() == 1) {
+    // A lone item costs less in its single script (1.2 to 1.4x less Redis
+    // time, docs/benchmarks.md "batch.lua"), which replies the same.
+    const BatchItem& item = items[0];
+    auto one = [done =
+                    std::move(done)](absl::StatusOr<RedisReply> reply) mutable {
+      BatchReplies replies;
+      replies.push_back(std::move(reply));
+      done(std::move(replies));
+    };
+    if (item.op == BatchItem::Op::kRelease) {
+      ReleaseArgs args;
+      args.amount = item.amount;
+      args.lease_id = item.lease_id;
+      args.granted_at_us = item.granted_at_us;
+      return batch_->SubmitScript(
+          kReleaseScript, ReleaseArguments(spec_, key_prefix_, item.name, args),
+          std::move(one));
+    }
+    AcquireArgs args;
+    args.wanted = item.wanted;
+    args.minimum = item.minimum;
+    args.max_wait_us = item.max_wait_us;
+    args.charge = item.op == BatchItem::Op::kCharge;
+    args.max_debt = item.max_debt;
+    return batch_->SubmitScript(
+        kAcquireScript, AcquireArguments(spec_, key_prefix_, item.name, args),
+        std::move(one));
+  }
+  const size_t n = items.size();
+  return batch_->SubmitScript(
+      kBatchScript, BatchArguments(spec_, key_prefix_, items),
+      [n, done = std::move(done)](absl::StatusOr<RedisReply> reply) mutable {
+        done(SplitBatchReply(std::move(reply), n));
+      });
+}
+
+}  // namespace tokenlease::internal
