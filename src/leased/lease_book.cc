@@ -84,7 +84,7 @@ void LeaseBook::Apply(const LeaseCall& call,
       ApplyLease(call.entry, reply, now, out);
       break;
     case LeaseCall::Kind::kCharge:
-      ApplyCharge(call, reply);
+      ApplyCharge(call, reply, now);
       break;
     case LeaseCall::Kind::kRelease:
       ApplyRelease(call, reply);
@@ -208,9 +208,11 @@ void LeaseBook::ScheduleExpiry(LeaseEntry* e) {
 
 void LeaseBook::Charge(LeaseEntry* e, LeaseCalls* out, bool background) {
   LeaseRecord& rec = e->record;
-  if (rec.charge_in_flight) {
-    // One charge per key at a time; the next waits (the key stays in
-    // memory while it has unsynced tokens).
+  if (rec.charge_in_flight ||
+      rec.charge_retry_at_ns > coarse_now_ns_.load(std::memory_order_relaxed)) {
+    // One charge per key at a time, none while backing off after an error;
+    // the next waits (the key stays in memory while it has unsynced
+    // tokens).
     ++rec.charge_retry_refs;
     charge_retry_.push_back(e);
     return;
@@ -291,17 +293,23 @@ void LeaseBook::SetCredit(LeaseEntry* e, int64_t remaining, bool known) {
   }
 }
 
-void LeaseBook::RetryCharges(LeaseCalls* out) {
+void LeaseBook::RetryCharges(int64_t now, LeaseCalls* out) {
   std::vector<LeaseEntry*> retry;
   retry.swap(charge_retry_);
   for (LeaseEntry* e : retry) {
+    if (e->record.charge_retry_at_ns > now) {
+      charge_retry_.push_back(e);  // backing off after an error
+      continue;
+    }
     --e->record.charge_retry_refs;
+    e->record.charge_retry_at_ns = 0;  // its time has come
     Charge(e, out, /*background=*/true);
   }
 }
 
 void LeaseBook::ApplyCharge(const LeaseCall& call,
-                            const absl::StatusOr<RedisReply>& reply) {
+                            const absl::StatusOr<RedisReply>& reply,
+                            int64_t now) {
   LeaseEntry* e = call.entry;
   e->record.charge_in_flight = false;
   e->record.charge_amount = 0;
@@ -310,13 +318,23 @@ void LeaseBook::ApplyCharge(const LeaseCall& call,
                  : absl::StatusOr<AcquireResult>(reply.status());
   if (r.ok()) {
     counters_.tokens_charged.fetch_add(r->granted, std::memory_order_relaxed);
+    e->record.charge_error_streak = 0;
     e->record.last_remaining = r->remaining;
     e->record.remaining_known = true;
     SetCredit(e, r->remaining, /*known=*/true);
     return;
   }
-  // Charge again on the next step: over-charging keeps the limit safe;
-  // losing the charge would not.
+  // Charge again: over-charging keeps the limit safe; losing the charge
+  // would not. After tick x 2^(n-1) (n the key's consecutive failed
+  // charges, at most 250 ms), as a lease request's errors: a key that
+  // keeps failing (another type in Redis) costs Redis 4 items a second,
+  // not one per step.
+  LeaseRecord& rec = e->record;
+  rec.charge_error_streak = std::min(rec.charge_error_streak + 1, 16);
+  rec.charge_retry_at_ns =
+      now +
+      std::min<int64_t>(250'000'000, absl::ToInt64Nanoseconds(options_.tick)
+                                         << (rec.charge_error_streak - 1));
   e->unsynced.fetch_add(call.amount, std::memory_order_acq_rel);
   e->record.credit_given += call.amount;
   ++e->record.charge_retry_refs;

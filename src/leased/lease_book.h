@@ -95,7 +95,8 @@ class LeaseBook {
   void Expire(int64_t now, LeaseCalls* out,
               std::vector<LeaseEntry*>* ask_again);
   // Sends the charges that waited (one was in flight) or failed.
-  void RetryCharges(LeaseCalls* out);
+  // (Those backing off after an error wait until their time.)
+  void RetryCharges(int64_t now, LeaseCalls* out);
   // True if charges wait for the next RetryCharges.
   bool HasRetries() const { return !charge_retry_.empty(); }
   // True if buried entries still owe a charge.
@@ -166,7 +167,7 @@ class LeaseBook {
                   int64_t now, LeaseCalls* out);
   void ApplyRefusal(LeaseEntry* e, const AcquireResult& res, int64_t now);
   void ApplyCharge(const LeaseCall& call,
-                   const absl::StatusOr<RedisReply>& reply);
+                   const absl::StatusOr<RedisReply>& reply, int64_t now);
   void ApplyRelease(const LeaseCall& call,
                     const absl::StatusOr<RedisReply>& reply);
   // `background`: from the charge queue, a retry or the graveyard (sent

@@ -51,11 +51,13 @@ struct LeaseRecord {
   bool request_in_flight = false;
   int error_streak = 0;  // consecutive failed lease requests
   bool charge_in_flight = false;
-  int64_t charge_amount = 0;   // tokens of the charge in flight
-  int64_t last_active_ns = 0;  // last refill request or grant
-  int heap_refs = 0;           // entries in the expiry heap
-  int releases_pending = 0;    // releases queued or in flight
-  int charge_retry_refs = 0;   // times the key waits in the charge retries
+  int64_t charge_amount = 0;       // tokens of the charge in flight
+  int charge_error_streak = 0;     // consecutive failed charges
+  int64_t charge_retry_at_ns = 0;  // book clock: no charge before this
+  int64_t last_active_ns = 0;      // last refill request or grant
+  int heap_refs = 0;               // entries in the expiry heap
+  int releases_pending = 0;        // releases queued or in flight
+  int charge_retry_refs = 0;       // times the key waits in the charge retries
   // Local credit handed to the decision path and not yet taken by a charge:
   // always equal to local_share + unsynced once in-flight decisions land
   // (the book's own count, so it never reads the two atomics as a pair).

@@ -157,7 +157,7 @@ void Reconciler::Step() {
       std::chrono::duration_cast<std::chrono::nanoseconds>(
           std::chrono::steady_clock::now().time_since_epoch())
           .count();
-  book_->RetryCharges(&calls);
+  book_->RetryCharges(now, &calls);
   TakeCharges(steady_now, force, &calls);
   // relaxed: a hint that a charge request was dropped (queue full); the
   // sweep finds every key with uncharged admissions.

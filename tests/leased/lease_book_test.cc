@@ -309,18 +309,23 @@ TEST_F(LeaseBookTest, ChargesOneAtATimeAndRetryFailures) {
   EXPECT_FALSE(book_.Evictable(e_.get(),
                                kT0 + absl::ToInt64Nanoseconds(absl::Hours(1))));
 
-  // The first charge fails: its 3 tokens are owed again.
+  // The first charge fails: its 3 tokens are owed again, after a backoff
+  // of one tick.
   Apply(charge, absl::DeadlineExceededError("slow"), kT0 + 2 * kMs);
   EXPECT_EQ(e_->unsynced.load(), 5);
   calls.clear();
-  book_.RetryCharges(&calls);
+  book_.RetryCharges(kT0 + 2 * kMs, &calls);
+  EXPECT_TRUE(calls.empty());
+  const int64_t tick = absl::ToInt64Nanoseconds(options_.tick);
+  book_.RetryCharges(kT0 + 2 * kMs + tick, &calls);
   ASSERT_THAT(calls, SizeIs(1));
   EXPECT_EQ(Wanted(calls[0]), 5);
   EXPECT_EQ(e_->unsynced.load(), 0);
   Apply(calls[0], AcquireReply(5, 90), kT0 + 3 * kMs);
   EXPECT_EQ(book_.stats().tokens_charged, 5u);
   calls.clear();
-  book_.RetryCharges(&calls);  // the waiting entry finds nothing left
+  book_.RetryCharges(kT0 + 3 * kMs + tick,
+                     &calls);  // the waiting entry finds nothing left
   EXPECT_TRUE(calls.empty());
   EXPECT_FALSE(book_.HasRetries());
 }
