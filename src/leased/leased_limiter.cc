@@ -263,36 +263,40 @@ class LeasedLimiter::Impl final : public internal::LeaseRegistry::Owner {
   }
 
   Decision TryAcquire(std::string_view key, int64_t cost) {
-    for (;;) {
-      LeaseEntry* wait_on = nullptr;
-      bool retired = false;
-      // 0: the decision path reads no clock (NewEntry ignores the time).
-      Decision d = registry_.With(key, 0, [&](LeaseEntry* e) {
-        if (e == nullptr) {
-          Decision denied;
-          denied.source = DecisionSource::kKeyLimit;
-          denied.retry_after_ns = kNever;
-          return denied;
-        }
-        if (ShouldWait(e, cost)) {
-          // Wait outside the lookup, holding a pin instead.
-          if (PinLive(e)) {
-            wait_on = e;
-          } else {
-            retired = true;
-          }
-          return Decision{};
-        }
-        return Decide(e, cost, /*may_wait=*/false);
-      });
-      if (retired) continue;  // look the key up again
-      if (wait_on != nullptr) {
-        d = Decide(wait_on, cost);
-        // release: pairs with the reclaimer's acquire load of pins.
-        wait_on->pins.fetch_sub(1, std::memory_order_release);
+    LeaseEntry* wait_on = nullptr;
+    bool retired = false;
+    auto decide = [&](LeaseEntry* e) {
+      if (e == nullptr) {
+        Decision denied;
+        denied.source = DecisionSource::kKeyLimit;
+        denied.retry_after_ns = kNever;
+        return denied;
       }
-      return d;
+      if (ShouldWait(e, cost)) {
+        // Wait outside the lookup, holding a pin instead.
+        if (PinLive(e)) {
+          wait_on = e;
+        } else {
+          retired = true;
+        }
+        return Decision{};
+      }
+      return Decide(e, cost, /*may_wait=*/false);
+    };
+    // One named result returned on every path (the caller's return slot;
+    // see LimiterCore::DecideByName). 0: the decision path reads no clock
+    // (NewEntry ignores the time).
+    Decision d = registry_.With(key, 0, decide);
+    while (retired) [[unlikely]] {  // look the key up again
+        retired = false;
+        d = registry_.With(key, 0, decide);
+      }
+    if (wait_on != nullptr) [[unlikely]] {
+      d = Decide(wait_on, cost);
+      // release: pairs with the reclaimer's acquire load of pins.
+      wait_on->pins.fetch_sub(1, std::memory_order_release);
     }
+    return d;
   }
 
   absl::StatusOr<LeaseEntry*> Pin(std::string_view key) {
