@@ -12,6 +12,7 @@
 #include <future>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <span>
 #include <string>
 #include <vector>
@@ -82,6 +83,9 @@ class FakeTransport final : public LeaseTransport {
       ++submitted_;
     }
     ++batches_;
+    std::vector<std::string> names;
+    for (const BatchItem& item : items) names.push_back(item.name);
+    batch_names_.push_back(std::move(names));
     max_pending_ = std::max(max_pending_, pending_.size());
     return absl::OkStatus();
   }
@@ -122,6 +126,11 @@ class FakeTransport final : public LeaseTransport {
     std::lock_guard<std::mutex> lock(mu_);
     return max_pending_;
   }
+  // The limit keys of each batch call so far, in order.
+  std::vector<std::vector<std::string>> batch_names() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return batch_names_;
+  }
 
  private:
   std::mutex mu_;
@@ -130,6 +139,7 @@ class FakeTransport final : public LeaseTransport {
   uint64_t flushes_ = 0;
   uint64_t submitted_ = 0;
   uint64_t batches_ = 0;
+  std::vector<std::vector<std::string>> batch_names_;
   size_t max_pending_ = 0;
 };
 
@@ -145,11 +155,11 @@ class Keys final : public LeaseRegistry::Owner {
 
 class ReconcilerTest : public ::testing::Test {
  protected:
-  ReconcilerTest()
-      : book_(LimitSpec::TokenBucket(1'000'000, absl::Seconds(1)), Options(),
+  explicit ReconcilerTest(const LeaseOptions& options = Options())
+      : book_(LimitSpec::TokenBucket(1'000'000, absl::Seconds(1)), options,
               "rt:", "inst", 1),
         registry_(&keys_, 1 << 20, 64, LeaseRegistry::Growth::kRefusesWhenFull),
-        reconciler_(&book_, &registry_, &transport_, &clock_, Options(),
+        reconciler_(&book_, &registry_, &transport_, &clock_, options,
                     "rt:", 1 << 12) {
     reconciler_.Start();
   }
@@ -168,6 +178,14 @@ class ReconcilerTest : public ::testing::Test {
     LeaseEntry* e = registry_.With(key, 0, [](LeaseEntry* x) { return x; });
     reconciler_.RequestRefill(e);
     return e;
+  }
+
+  // The decision path's side of admitting `n` tokens of `key` from its
+  // local credit.
+  void Charge(const std::string& key, int64_t n) {
+    LeaseEntry* e = registry_.With(key, 0, [](LeaseEntry* x) { return x; });
+    e->unsynced.fetch_add(n);
+    reconciler_.RequestCharge(e);
   }
 
   // Calls ReturnAll on another thread and returns once a step that started
@@ -298,6 +316,82 @@ TEST_F(ReconcilerTest, SyncReturnsOnlyOnceTheAnswersAreApplied) {
   EXPECT_EQ(reconciler_.Sync(absl::Milliseconds(20)).code(),
             absl::StatusCode::kDeadlineExceeded);
   Answer(other);
+}
+
+// Charges without a delay, and a batch window far longer than the test.
+class WindowedReconcilerTest : public ReconcilerTest {
+ public:
+  static LeaseOptions WindowOptions() {
+    LeaseOptions o = Options();
+    o.batch_window = absl::Seconds(5);
+    o.charge_delay = absl::ZeroDuration();
+    return o;
+  }
+
+ protected:
+  WindowedReconcilerTest() : ReconcilerTest(WindowOptions()) {}
+};
+
+// A lone call leaves at once; the next partial batch waits for the window
+// (or for someone waiting on it: Sync), and then carries everything queued.
+TEST_F(WindowedReconcilerTest,
+       APartialBatchWaitsForTheWindowUnlessAWaiterNeedsIt) {
+  Charge("a", 1);
+  std::vector<FakeTransport::Call> first = transport_.Take(1);
+  EXPECT_EQ(transport_.batches(), 1u);
+  Charge("b", 2);
+  Charge("c", 3);
+  transport_.AwaitSteps(5);
+  EXPECT_EQ(transport_.batches(), 1u) << "b and c left before the window";
+  Answer(first);
+  auto synced =
+      std::async(std::launch::async, [&] { return reconciler_.Sync(kBound); });
+  std::vector<FakeTransport::Call> rest = transport_.Take(2);
+  EXPECT_EQ(transport_.batches(), 2u);  // b and c in one call
+  Answer(rest);
+  EXPECT_TRUE(synced.get().ok());
+  EXPECT_EQ(book_.stats().tokens_charged, 6u);
+}
+
+class SlotReconcilerTest : public ReconcilerTest {
+ protected:
+  SlotReconcilerTest() : ReconcilerTest(SlotOptions()) {}
+  static LeaseOptions SlotOptions() {
+    LeaseOptions o = WindowedReconcilerTest::WindowOptions();
+    o.group_batches_by_slot = true;
+    return o;
+  }
+};
+
+// group_batches_by_slot: every call carries keys of one Redis Cluster hash
+// slot only, and every call is sent.
+TEST_F(SlotReconcilerTest, EachCallCarriesOneHashSlot) {
+  constexpr int kKeys = 40;
+  for (int i = 0; i < kKeys; ++i) Charge(absl::StrCat("k", i), 1);
+  // Sync sends every partial batch at once (no window).
+  auto synced =
+      std::async(std::launch::async, [&] { return reconciler_.Sync(kBound); });
+  size_t answered = 0;
+  while (answered < kKeys) {
+    std::vector<FakeTransport::Call> calls = transport_.Take(1);
+    answered += calls.size();
+    Answer(calls);
+  }
+  EXPECT_TRUE(synced.get().ok());
+  EXPECT_EQ(book_.stats().tokens_charged, static_cast<uint64_t>(kKeys));
+  size_t items = 0;
+  std::set<uint16_t> slots;
+  for (const std::vector<std::string>& names : transport_.batch_names()) {
+    ASSERT_FALSE(names.empty());
+    const uint16_t slot = HashSlot(LimitKeyTag("rt:", names[0]));
+    for (const std::string& name : names) {
+      EXPECT_EQ(HashSlot(LimitKeyTag("rt:", name)), slot) << name;
+    }
+    slots.insert(slot);
+    items += names.size();
+  }
+  EXPECT_EQ(items, static_cast<size_t>(kKeys));
+  EXPECT_GT(slots.size(), 1u);  // 40 keys do not share one slot
 }
 
 }  // namespace
