@@ -6,7 +6,6 @@
 #include "absl/strings/str_cat.h"
 #include "local/spec_facts.h"
 #include "redis/script_call.h"
-#include "redis/scripts.h"
 
 namespace tokenlease::internal {
 
@@ -19,11 +18,8 @@ int64_t InitialCredit(const LeaseOptions& options, int64_t burst) {
 }  // namespace
 
 LeaseBook::LeaseBook(const LimitSpec& spec, const LeaseOptions& options,
-                     std::string key_prefix, std::string instance_id,
-                     uint64_t seed)
-    : spec_(spec),
-      options_(options),
-      key_prefix_(std::move(key_prefix)),
+                     std::string instance_id, uint64_t seed)
+    : options_(options),
       instance_id_(std::move(instance_id)),
       sizing_(ComputeSizing(spec, options)),
       burst_(FirstBandBurst(spec)),

@@ -66,7 +66,7 @@ class LeaseBook {
   // `instance_id` makes lease ids unique across instances; `seed` seeds
   // the retry jitter (fixed in tests).
   LeaseBook(const LimitSpec& spec, const LeaseOptions& options,
-            std::string key_prefix, std::string instance_id, uint64_t seed);
+            std::string instance_id, uint64_t seed);
 
   // The local credit a new key starts with: max(1, floor(local_share x
   // burst)) under ColdKeyPolicy::kLocalShare, else 0.
@@ -186,9 +186,7 @@ class LeaseBook {
   // credit than the key could get now.
   bool CreditIsFresh(const LeaseEntry* e, int64_t now) const;
 
-  const LimitSpec spec_;
   const LeaseOptions options_;
-  const std::string key_prefix_;
   const std::string instance_id_;
   const LeaseSizing sizing_;
   // The first band's burst: the largest lease or cost, and the most debt a

@@ -66,7 +66,7 @@ class LeasedLimiter::Impl final : public internal::LeaseRegistry::Owner {
         connection_(std::move(connection)),
         clock_(options_.clock != nullptr ? options_.clock : DefaultClock()),
         max_cost_(internal::FirstBandBurst(spec_)),
-        book_(spec_, options_.lease, options_.key_prefix, RandomInstanceId(),
+        book_(spec_, options_.lease, RandomInstanceId(),
               std::random_device{}()),
         registry_(this, options_.max_keys, options_.shards,
                   internal::LeaseRegistry::Growth::kRefusesWhenFull),

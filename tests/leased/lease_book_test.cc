@@ -16,6 +16,7 @@
 #include "leased/lease_entry.h"
 #include "redis/reply.h"
 #include "redis/scripts.h"
+#include "testing/replies.h"
 
 namespace tokenlease::internal {
 namespace {
@@ -31,24 +32,10 @@ constexpr int64_t kT0 = 1'767'225'600'000'000'000;  // 2026-01-01, in ns
 RedisReply AcquireReply(int64_t granted, int64_t remaining,
                         int64_t retry_after_us = 0, int64_t reset_after_us = 0,
                         int64_t now_us = kT0 / 1000) {
-  RedisReply r;
-  r.type = RedisReply::Type::kArray;
-  for (int64_t v :
-       {granted, remaining, retry_after_us, reset_after_us, now_us, 0L}) {
-    RedisReply x;
-    x.type = RedisReply::Type::kInteger;
-    x.integer = v;
-    r.elements.push_back(x);
-  }
-  return r;
+  return ::tokenlease::testing::AcquireReply(granted, remaining, retry_after_us,
+                                             reset_after_us, now_us);
 }
-
-RedisReply IntegerReply(int64_t v) {
-  RedisReply r;
-  r.type = RedisReply::Type::kInteger;
-  r.integer = v;
-  return r;
-}
+using ::tokenlease::testing::IntegerReply;
 
 // The fields of the calls' batch items (docs/lua-protocol.md, batch).
 int64_t Wanted(const LeaseCall& c) { return c.item.wanted; }
@@ -72,7 +59,7 @@ class LeaseBookTest : public ::testing::Test {
   explicit LeaseBookTest(
       LimitSpec spec = LimitSpec::TokenBucket(1000, absl::Seconds(1)))
       : spec_(std::move(spec)),
-        book_(spec_, options_, "lt:", "inst", /*seed=*/1),
+        book_(spec_, options_, "inst", /*seed=*/1),
         e_(std::make_unique<LeaseEntry>("k")) {}
 
   uint32_t Flags() const { return e_->flags.load(); }

@@ -22,6 +22,7 @@
 #include "leased/lease_book.h"
 #include "leased/lease_transport.h"
 #include "redis/scripts.h"
+#include "testing/replies.h"
 #include "tokenlease/clock.h"
 
 namespace tokenlease::internal {
@@ -29,25 +30,12 @@ namespace {
 
 constexpr absl::Duration kBound = absl::Seconds(20);
 
+// A grant of `granted` (Redis time 2026-01-01).
 RedisReply AcquireReply(int64_t granted, int64_t remaining) {
-  RedisReply r;
-  r.type = RedisReply::Type::kArray;
-  for (int64_t v : {granted, remaining, int64_t{0}, int64_t{0},
-                    int64_t{1'767'225'600'000'000}, int64_t{0}}) {
-    RedisReply x;
-    x.type = RedisReply::Type::kInteger;
-    x.integer = v;
-    r.elements.push_back(x);
-  }
-  return r;
+  return ::tokenlease::testing::AcquireReply(granted, remaining, 0, 0,
+                                             1'767'225'600'000'000);
 }
-
-RedisReply IntegerReply(int64_t v) {
-  RedisReply r;
-  r.type = RedisReply::Type::kInteger;
-  r.integer = v;
-  return r;
-}
+using ::tokenlease::testing::IntegerReply;
 
 // Holds every submitted call (a batch item) until the test answers it; a
 // batch's callback runs once all of its items are answered.
@@ -157,7 +145,7 @@ class ReconcilerTest : public ::testing::Test {
  protected:
   explicit ReconcilerTest(const LeaseOptions& options = Options())
       : book_(LimitSpec::TokenBucket(1'000'000, absl::Seconds(1)), options,
-              "rt:", "inst", 1),
+              "inst", 1),
         registry_(&keys_, 1 << 20, 64, LeaseRegistry::Growth::kRefusesWhenFull),
         reconciler_(&book_, &registry_, &transport_, &clock_, options,
                     "rt:", 1 << 12) {

@@ -19,6 +19,7 @@
 #include "redis/script_call.h"
 #include "testing/generators.h"
 #include "testing/redis_test.h"
+#include "testing/replies.h"
 #include "testing/scripts.h"
 #include "testing/specs.h"
 #include "tokenlease_lua/scripts.h"
@@ -659,33 +660,26 @@ TEST_F(LuaBatchTest, LayoutErrorsFailTheWholeCall) {
 // ---------------------------------------------------------------------------
 // ParseBatchReply on replies of the wrong shape (no server).
 
-RedisReply Int(int64_t v) {
-  RedisReply r;
-  r.type = RedisReply::Type::kInteger;
-  r.integer = v;
-  return r;
-}
 RedisReply Str(std::string s, RedisReply::Type type) {
   RedisReply r;
   r.type = type;
   r.str = std::move(s);
   return r;
 }
-RedisReply Array(std::vector<RedisReply> elements) {
-  RedisReply r;
-  r.type = RedisReply::Type::kArray;
-  r.elements = std::move(elements);
-  return r;
-}
+using ::tokenlease::testing::IntegerReply;
+// acquire.lua's 6 integers: granted 1, remaining 2, reset_after 4, now 5.
 RedisReply SixInts() {
-  return Array({Int(1), Int(2), Int(0), Int(4), Int(5), Int(0)});
+  return ::tokenlease::testing::AcquireReply(1, 2, 0, 4, 5);
+}
+RedisReply Array(std::vector<RedisReply> elements) {
+  return ::tokenlease::testing::ArrayReply(std::move(elements));
 }
 
 TEST(ParseBatchReplyTest, WellFormed) {
   const std::vector<BatchItem> items = {Acquire("a", 1, 1), Charge("b", 1, 0),
                                         Release("c", 1, 0, "l")};
-  const Results r =
-      internal::ParseBatchReply(Array({SixInts(), SixInts(), Int(7)}), items);
+  const Results r = internal::ParseBatchReply(
+      Array({SixInts(), SixInts(), IntegerReply(7)}), items);
   ASSERT_EQ(r.size(), 3u);
   EXPECT_EQ(r[0]->acquire.granted, 1);
   EXPECT_EQ(r[0]->acquire.now_us, 5);
@@ -699,8 +693,12 @@ TEST(ParseBatchReplyTest, MalformedRepliesAreErrorsNeverCrashes) {
   using T = RedisReply::Type;
   const std::vector<RedisReply> whole = {
       RedisReply{},  // nil
-      Int(3),       Str("OK", T::kStatus), Str("x", T::kString),
-      Array({}),    Array({SixInts()}),    Array({SixInts(), Int(1), Int(2)}),
+      IntegerReply(3),
+      Str("OK", T::kStatus),
+      Str("x", T::kString),
+      Array({}),
+      Array({SixInts()}),
+      Array({SixInts(), IntegerReply(1), IntegerReply(2)}),
   };
   for (const RedisReply& reply : whole) {
     const Results r = internal::ParseBatchReply(reply, items);
@@ -713,22 +711,28 @@ TEST(ParseBatchReplyTest, MalformedRepliesAreErrorsNeverCrashes) {
   // Elements of the wrong shape fail their item only.
   const std::vector<RedisReply> bad_acquire = {
       RedisReply{},
-      Int(1),
-      Array({Int(1), Int(2), Int(3), Int(4), Int(5)}),
-      Array({Int(1), Int(2), Int(3), Int(4), Int(5), Int(6), Int(7)}),
-      Array({Int(1), Int(2), Int(3), Str("4", T::kString), Int(5), Int(6)}),
-      Array({Int(1), Int(2), Int(3), Int(4), Int(5), Array({})}),
+      IntegerReply(1),
+      Array({IntegerReply(1), IntegerReply(2), IntegerReply(3), IntegerReply(4),
+             IntegerReply(5)}),
+      Array({IntegerReply(1), IntegerReply(2), IntegerReply(3), IntegerReply(4),
+             IntegerReply(5), IntegerReply(6), IntegerReply(7)}),
+      Array({IntegerReply(1), IntegerReply(2), IntegerReply(3),
+             Str("4", T::kString), IntegerReply(5), IntegerReply(6)}),
+      Array({IntegerReply(1), IntegerReply(2), IntegerReply(3), IntegerReply(4),
+             IntegerReply(5), Array({})}),
       Str("6", T::kString),
   };
   for (const RedisReply& e : bad_acquire) {
-    const Results r = internal::ParseBatchReply(Array({e, Int(0)}), items);
+    const Results r =
+        internal::ParseBatchReply(Array({e, IntegerReply(0)}), items);
     ASSERT_EQ(r.size(), 2u);
     EXPECT_EQ(r[0].status().code(), absl::StatusCode::kInternal)
         << e.DebugString();
     EXPECT_TRUE(r[1].ok() && r[1]->released == 0);
   }
-  for (const RedisReply& e : {RedisReply{}, SixInts(), Str("1", T::kString),
-                              Str("OK", T::kStatus), Array({Int(1)})}) {
+  for (const RedisReply& e :
+       {RedisReply{}, SixInts(), Str("1", T::kString), Str("OK", T::kStatus),
+        Array({IntegerReply(1)})}) {
     const Results r = internal::ParseBatchReply(Array({SixInts(), e}), items);
     ASSERT_EQ(r.size(), 2u);
     EXPECT_TRUE(r[0].ok());
