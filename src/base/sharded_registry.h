@@ -29,6 +29,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <memory>
 #include <string_view>
 #include <utility>
@@ -42,6 +43,25 @@
 #include "base/spin_lock.h"
 
 namespace tokenlease::internal {
+
+// a == b, inline: a lookup compares one name of a few dozen bytes, for
+// which a call to memcmp (through the PLT) costs more than the compare.
+// Words are read with memcpy (no alignment or aliasing assumption); the
+// last word overlaps the one before when the size is not a multiple of 8.
+inline bool SameKeyName(std::string_view a, std::string_view b) {
+  const size_t n = a.size();
+  if (n != b.size()) return false;
+  if (n < 8) return n == 0 || std::memcmp(a.data(), b.data(), n) == 0;
+  auto word = [](const char* p) {
+    uint64_t w;
+    std::memcpy(&w, p, 8);
+    return w;
+  };
+  for (size_t i = 0; i + 8 < n; i += 8) {
+    if (word(a.data() + i) != word(b.data() + i)) return false;
+  }
+  return word(a.data() + n - 8) == word(b.data() + n - 8);
+}
 
 // Entry must provide `std::string_view name() const`, stable while the
 // entry lives, and `std::atomic<uint32_t> pins`: the handles holding it. A
@@ -208,6 +228,24 @@ class ShardedRegistry {
     }
   }
 
+  // Grows every table more than 40 % full (tombstones count) on the
+  // calling thread, meant to be the owner's background thread: an insert
+  // on a deciding thread then seldom finds its table past 60 % and grows it
+  // itself (allocating, faulting pages and rehashing every key under the
+  // shard's lock). The new table is allocated and the keys' hashes
+  // computed outside the lock; under it, only the slot words are copied
+  // (and keys inserted meanwhile hashed). Returns the tables grown.
+  int GrowAhead() {
+    int grown = 0;
+    // Held throughout: no entry seen in a snapshot is freed (and its
+    // address reused for another key) before the copy is done.
+    EpochGuard guard;
+    for (size_t i = 0; i <= shard_mask_; ++i) {
+      grown += GrowAheadShard(shards_[i]) ? 1 : 0;
+    }
+    return grown;
+  }
+
   // Keys registered now.
   int64_t size() const {
     // Relaxed: a count; see size_.
@@ -281,7 +319,7 @@ class ShardedRegistry {
       if (w == 0) return nullptr;
       if ((w & ~kAddressMask) == tag && w != kTombstone) {
         Entry* e = EntryOf(w);
-        if (e->name() == name) return e;
+        if (SameKeyName(e->name(), name)) return e;
       }
     }
     return nullptr;
@@ -355,19 +393,32 @@ class ShardedRegistry {
     }
   }
 
-  // Replaces the shard's table by one at most half full of the live entries
-  // (without tombstones); the old one is retired (readers may still probe
-  // it).
-  Table* Grow(Shard& shard, Table* old)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(shard.writer) {
+  // Capacity for `live` entries: at most a quarter full, so that the
+  // background thread's growth at 40 % (GrowAhead) comes long before an
+  // insert's at 60 %.
+  static size_t CapacityFor(size_t live) {
     size_t capacity = 16;
-    while (capacity < 2 * (shard.live + 1)) capacity *= 2;
-    auto* t = new Table(capacity);
+    while (capacity < 4 * (live + 1)) capacity *= 2;
+    return capacity;
+  }
+
+  // Replaces the shard's table by a new one with its live entries (without
+  // tombstones); the old one is retired (readers may still probe it).
+  // `hashes`, if given, holds the hash of each slot word of `old` in
+  // `words` (GrowAhead's snapshot): a slot that still holds that word is
+  // not hashed again.
+  Table* Grow(Shard& shard, Table* old, Table* t = nullptr,
+              const std::vector<uint64_t>* words = nullptr,
+              const std::vector<size_t>* hashes = nullptr)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(shard.writer) {
+    if (t == nullptr) t = new Table(CapacityFor(shard.live));
     if (old != nullptr) {
       for (size_t j = 0; j <= old->mask; ++j) {
         const uint64_t w = old->slots[j].load(std::memory_order_relaxed);
         if (!IsLive(w)) continue;
-        const size_t hash = HashName(EntryOf(w)->name());
+        const size_t hash = words != nullptr && (*words)[j] == w
+                                ? (*hashes)[j]
+                                : HashName(EntryOf(w)->name());
         size_t i = hash & t->mask;
         while (t->slots[i].load(std::memory_order_relaxed) != 0) {
           i = (i + 1) & t->mask;
@@ -380,6 +431,45 @@ class ShardedRegistry {
     // Release: the new table's slots, as filled above.
     shard.table.store(t, std::memory_order_release);
     return t;
+  }
+
+  // GrowAhead for one shard, inside the caller's EpochGuard.
+  bool GrowAheadShard(Shard& shard) {
+    Table* old;
+    size_t live;
+    {
+      SpinLockGuard lock(&shard.writer);
+      old = shard.table.load(std::memory_order_relaxed);
+      if (old == nullptr || 5 * shard.used <= 2 * (old->mask + 1)) {
+        return false;
+      }
+      live = shard.live;
+    }
+    // Outside the lock: the allocation (and its page faults), and a hash
+    // of every key, whose entries are likely out of cache.
+    auto* t = new Table(CapacityFor(live));
+    std::vector<uint64_t> words(old->mask + 1);
+    std::vector<size_t> hashes(old->mask + 1);
+    for (size_t j = 0; j <= old->mask; ++j) {
+      // Acquire: the entry's construction happens before (its name is read).
+      words[j] = old->slots[j].load(std::memory_order_acquire);
+      if (IsLive(words[j])) hashes[j] = HashName(EntryOf(words[j])->name());
+    }
+    {
+      SpinLockGuard lock(&shard.writer);
+      if (shard.table.load(std::memory_order_relaxed) == old &&
+          CapacityFor(shard.live) <= t->mask + 1) {
+        Grow(shard, old, t, &words, &hashes);
+        t = nullptr;
+      }
+    }
+    if (t != nullptr) {
+      delete t;  // an insert grew it meanwhile, or it filled up: next time
+      return false;
+    }
+    // relaxed: a hint; the table itself is on the retired list.
+    tables_retired_.store(true, std::memory_order_relaxed);
+    return true;
   }
 
   int64_t ReclaimLocked(Shard& shard, int64_t now_ns)

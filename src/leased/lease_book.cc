@@ -29,7 +29,18 @@ LeaseBook::LeaseBook(const LimitSpec& spec, const LeaseOptions& options,
       credit_refill_ns_(FullRefillNanos(spec) > INT64_MAX / 2
                             ? INT64_MAX
                             : 2 * FullRefillNanos(spec)),
-      rng_(seed) {}
+      rng_(seed),
+      spares_(sizeof(LeaseEntry), alignof(LeaseEntry),
+              static_cast<size_t>(std::max(options.spare_entries, 0))) {}
+
+LeaseEntry* LeaseBook::NewEntry(std::string_view name) {
+  return new (spares_.Allocate()) LeaseEntry(name, credit_);
+}
+
+void LeaseBook::FreeEntry(LeaseEntry* e) {
+  e->~LeaseEntry();
+  spares_.Free(e);
+}
 
 void LeaseBook::BeginStep(int64_t now) {
   coarse_now_ns_.store(now, std::memory_order_relaxed);
@@ -486,14 +497,14 @@ bool LeaseBook::CreditIsFresh(const LeaseEntry* e, int64_t now) const {
 }
 
 LeaseBook::~LeaseBook() {
-  for (LeaseEntry* e : graveyard_) delete e;
+  for (LeaseEntry* e : graveyard_) FreeEntry(e);
 }
 
 void LeaseBook::Bury(LeaseEntry* e) {
   // Relaxed: no decision can reach `e` (the registry's grace period ended).
   if (e->unsynced.load(std::memory_order_relaxed) == 0 &&
       !e->record.charge_in_flight && e->record.charge_retry_refs == 0) {
-    delete e;
+    FreeEntry(e);
     return;
   }
   graveyard_.push_back(e);
@@ -509,7 +520,7 @@ void LeaseBook::DrainGraveyard(LeaseCalls* out) {
       Charge(e, out, /*background=*/true);
       graveyard_[keep++] = e;
     } else {
-      delete e;
+      FreeEntry(e);
     }
   }
   graveyard_.resize(keep);
@@ -524,6 +535,7 @@ LeaseStats LeaseBook::stats() const {
   s.charges = counters_.charges.load(std::memory_order_relaxed);
   s.tokens_charged = counters_.tokens_charged.load(std::memory_order_relaxed);
   s.redis_errors = counters_.redis_errors.load(std::memory_order_relaxed);
+  s.spare_misses = static_cast<uint64_t>(spares_.misses());
   return s;
 }
 

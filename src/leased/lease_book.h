@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "base/spare_blocks.h"
 #include "leased/lease_entry.h"
 #include "leased/lease_sizer.h"
 #include "redis/redis_client.h"
@@ -71,6 +72,17 @@ class LeaseBook {
   // The local credit a new key starts with: max(1, floor(local_share x
   // burst)) under ColdKeyPolicy::kLocalShare, else 0.
   int64_t initial_credit() const { return credit_; }
+
+  // Any thread: a new entry for `name` with the initial credit, built in a
+  // spare block when one is ready (no allocation, no page fault on the
+  // deciding thread; LeaseOptions::spare_entries).
+  LeaseEntry* NewEntry(std::string_view name);
+  // Frees an entry no decision can reach (or one never published); its
+  // block goes back to the spares. Any thread.
+  void FreeEntry(LeaseEntry* e);
+  // Tops the spare entry blocks up (allocates and faults their pages: the
+  // reconciler's job, off the decision path).
+  void RefillSpares() { spares_.Refill(); }
 
   // A new step at `now` (book clock, ns): publishes it for coarse_now_ns().
   void BeginStep(int64_t now);
@@ -219,6 +231,7 @@ class LeaseBook {
         redis_errors{0};
   };
   Counters counters_;
+  SpareBlocks spares_;  // blocks for NewEntry
 };
 
 }  // namespace tokenlease::internal

@@ -9,6 +9,7 @@
 #include <string>
 #include <string_view>
 
+#include "base/key_name.h"
 #include "tokenlease/leased.h"
 
 namespace tokenlease::internal {
@@ -78,7 +79,7 @@ struct alignas(64) LeaseEntry : LeaseHot {
   }
 
   // The key (the registry's map views it).
-  std::string_view name() const { return name_; }
+  std::string_view name() const { return name_.view(); }
 
   std::atomic<uint32_t> flags{0};
   // Handles holding this key (ShardedRegistry explains the orders).
@@ -97,7 +98,7 @@ struct alignas(64) LeaseEntry : LeaseHot {
   LeaseRecord record;  // the lease book's; reconciler thread only
 
  private:
-  const std::string name_;
+  const KeyName name_;
 };
 
 }  // namespace tokenlease::internal

@@ -90,7 +90,7 @@ class LeasedLimiter::Impl final : public internal::LeaseRegistry::Owner {
   // credit after the book's check is charged when the entry is freed
   // (LeaseBook::Bury).
   LeaseEntry* NewEntry(std::string_view name, int64_t) override {
-    return new LeaseEntry(name, credit_);
+    return book_.NewEntry(name);
   }
   // After the grace period: no decision can reach `e` any more.
   void DeleteEntry(LeaseEntry* e) override { book_.Bury(e); }

@@ -8,6 +8,7 @@ namespace tokenlease {
 absl::Status LeaseOptions::Validate() const {
   using internal::CheckDuration;
   using internal::CheckFraction;
+  using internal::CheckInteger;
   return internal::FirstError({
       CheckDuration("LeaseOptions.lease_ttl", lease_ttl, absl::Milliseconds(1),
                     absl::Hours(1)),
@@ -29,6 +30,7 @@ absl::Status LeaseOptions::Validate() const {
                     absl::ZeroDuration(), absl::Seconds(1)),
       CheckDuration("LeaseOptions.charge_delay", charge_delay,
                     absl::ZeroDuration(), lease_ttl),
+      CheckInteger("LeaseOptions.spare_entries", spare_entries, 0, 65536),
       CheckDuration("LeaseOptions.idle_evict", idle_evict, 2 * lease_ttl,
                     absl::Hours(24 * 365)),
       CheckDuration("LeaseOptions.release_deadline", release_deadline,

@@ -200,6 +200,10 @@ void Reconciler::Step() {
   Dispatch(steady_now, force);
   // Everything submitted in this step leaves in one pipelined write.
   transport_->Flush();
+  // Upkeep off the decision path, after the calls have left: spare entry
+  // blocks for new keys, and room in the registry's tables for them.
+  book_->RefillSpares();
+  registry_->GrowAhead();
   // release: see outstanding_ (the follow-ups are counted by now).
   outstanding_.fetch_sub(applied, std::memory_order_release);
   if (return_all && all_returned) {

@@ -302,6 +302,42 @@ TEST_F(LeasedLimiterTest, DefaultPolicyAdmitsAFreshKeysFirstRequests) {
   EXPECT_EQ(RedisRemaining(spec, "fresh"), 100 - 17 - leased);
 }
 
+// New keys are built in spare entries the reconciler prepared (no
+// allocation on the deciding thread); with spare_entries = 0 every new key
+// allocates, and the stats say so. Long names (kept on the heap) work too.
+TEST_F(LeasedLimiterTest, NewKeysUseSpareEntriesTheReconcilerPrepared) {
+  const LimitSpec spec = LimitSpec::TokenBucket(100, absl::Hours(1));
+  for (const int32_t spares : {0, 256}) {
+    LeaseOptions lease;
+    lease.spare_entries = spares;
+    lease.charge_delay = lease.lease_ttl;
+    auto limiter = Make(spec, lease);
+    ASSERT_NE(limiter, nullptr);
+    Sync(*limiter);  // a reconciler step has run: the stock is full
+    for (int i = 0; i < 40; ++i) {
+      const std::string key =
+          i % 2 == 0
+              ? absl::StrCat("spare-", spares, "-", i)
+              : std::string(100, 'a' + i % 26) + absl::StrCat(spares, "-", i);
+      EXPECT_TRUE(limiter->TryAcquire(key).allowed) << key;
+    }
+    EXPECT_EQ(limiter->stats().spare_misses, spares == 0 ? 40u : 0u) << spares;
+    EXPECT_EQ(limiter->stats().keys, 40u);
+    Sync(*limiter);
+    EXPECT_EQ(limiter->stats().tokens_charged, 40u);
+  }
+}
+
+TEST(LeaseOptionsTest, SpareEntriesIsValidated) {
+  LeaseOptions lease;
+  lease.spare_entries = -1;
+  EXPECT_THAT(lease.Validate().message(), HasSubstr("spare_entries"));
+  lease.spare_entries = 65537;
+  EXPECT_FALSE(lease.Validate().ok());
+  lease.spare_entries = 0;
+  EXPECT_TRUE(lease.Validate().ok());
+}
+
 // ColdKeyPolicy::kLocalShare with a small share: the credit bounds what is
 // admitted before Redis has counted it; the charge's reply refills it.
 TEST_F(LeasedLimiterTest, LocalCreditIsBoundedAndRefilledByTheCharge) {

@@ -30,7 +30,7 @@ constexpr int64_t FinalStats::*kFinalFields[] = {
     &FinalStats::charges,         &FinalStats::tokens_charged,
     &FinalStats::redis_errors,    &FinalStats::keys,
     &FinalStats::flushes,         &FinalStats::commands_at_end_of_run,
-    &FinalStats::timeouts};
+    &FinalStats::timeouts,        &FinalStats::spare_misses};
 constexpr size_t kNumFinalFields = std::size(kFinalFields);
 
 absl::Status Malformed(absl::string_view line, absl::string_view why) {

@@ -63,7 +63,8 @@ struct FinalStats {
   int64_t commands_sent = 0, replies = 0, lease_requests = 0,
           tokens_granted = 0, tokens_returned = 0, denied_by_redis = 0,
           charges = 0, tokens_charged = 0, redis_errors = 0, keys = 0,
-          flushes = 0, commands_at_end_of_run = 0, timeouts = 0;
+          flushes = 0, commands_at_end_of_run = 0, timeouts = 0,
+          spare_misses = 0;
 
   // Adds every counter of `other` (sums over the instances).
   FinalStats& operator+=(const FinalStats& other);

@@ -458,9 +458,11 @@ void AppendRedis(const DemoOptions& o, const Totals& t,
         &out,
         "lease stats (sum over instances, at the end of the run): lease "
         "requests %d, tokens granted %d, returned %d, denied by redis %d, "
-        "charges %d (%d tokens), redis errors %d\n",
+        "charges %d (%d tokens), redis errors %d, new keys without a spare "
+        "entry %d\n",
         s.lease_requests, s.tokens_granted, s.tokens_returned,
-        s.denied_by_redis, s.charges, s.tokens_charged, s.redis_errors);
+        s.denied_by_redis, s.charges, s.tokens_charged, s.redis_errors,
+        s.spare_misses);
   }
   absl::StrAppendFormat(
       &out, "redis client timeouts (DeadlineExceeded, all instances): %d\n",

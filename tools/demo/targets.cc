@@ -129,6 +129,7 @@ class LeasedTarget : public HandleTarget<LeasedLimiter, LeaseHandle> {
     f.tokens_charged = s.tokens_charged;
     f.redis_errors = s.redis_errors;
     f.keys = s.keys;
+    f.spare_misses = s.spare_misses;
     return f;
   }
 
