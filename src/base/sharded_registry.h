@@ -31,7 +31,9 @@
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <new>
 #include <string_view>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -118,7 +120,7 @@ class ShardedRegistry {
       Table* t = shard.table.load(std::memory_order_relaxed);
       if (t != nullptr) {
         for (size_t j = 0; j <= t->mask; ++j) {
-          const uint64_t w = t->slots[j].load(std::memory_order_relaxed);
+          const uint64_t w = t->slots()[j].load(std::memory_order_relaxed);
           if (IsLive(w)) owner_->DeleteEntry(EntryOf(w));
         }
         delete t;
@@ -142,13 +144,9 @@ class ShardedRegistry {
     const size_t hash = HashName(name);
     Shard& shard = ShardOf(hash);
     EpochGuard guard;
-    if (Entry* e = Lookup(shard, name, hash)) return fn(e);
-    Entry* e = Insert(shard, name, hash, now_ns);
-    if (e == nullptr && growth_ == Growth::kReclaims) {
-      // Full: reclaim across all shards, then try once more.
-      Reclaim(now_ns);
-      e = Insert(shard, name, hash, now_ns);
-    }
+    Entry* e = Lookup(shard, name, hash);
+    if (e == nullptr) [[unlikely]]
+      e = InsertOrReclaim(shard, name, hash, now_ns);
     return fn(e);
   }
 
@@ -170,7 +168,7 @@ class ShardedRegistry {
       if (t == nullptr) continue;
       for (size_t j = 0; j <= t->mask; ++j) {
         // Acquire: the entry's construction happens before.
-        const uint64_t w = t->slots[j].load(std::memory_order_acquire);
+        const uint64_t w = t->slots()[j].load(std::memory_order_acquire);
         if (IsLive(w)) fn(EntryOf(w));
       }
     }
@@ -261,12 +259,33 @@ class ShardedRegistry {
   using Slot = std::atomic<uint64_t>;
   static constexpr uint64_t kTombstone = 1;
   static constexpr uint64_t kAddressMask = (uint64_t{1} << 48) - 1;
+  // The slots follow the header in the same block: a lookup loads the mask
+  // and a slot from one block, one load fewer (the slots pointer) on every
+  // decision by name. Made by Table::Make, freed by `delete`.
   struct Table {
-    explicit Table(size_t capacity)
-        : mask(capacity - 1), slots(std::make_unique<Slot[]>(capacity)) {}
+    static Table* Make(size_t capacity) {
+      void* block = ::operator new(sizeof(Table) + capacity * sizeof(Slot));
+      Table* t = new (block) Table(capacity);
+      std::uninitialized_value_construct_n(t->slots(), capacity);  // all 0
+      return t;
+    }
+    // Slots are trivially destructible: freeing the block ends them.
+    static void operator delete(void* block) { ::operator delete(block); }
+    Slot* slots() {
+      return std::launder(reinterpret_cast<Slot*>(
+          reinterpret_cast<std::byte*>(this) + sizeof(Table)));
+    }
+    const Slot* slots() const {
+      return std::launder(reinterpret_cast<const Slot*>(
+          reinterpret_cast<const std::byte*>(this) + sizeof(Table)));
+    }
     const size_t mask;
-    std::unique_ptr<Slot[]> slots;  // value-initialised: all 0
+
+   private:
+    explicit Table(size_t capacity) : mask(capacity - 1) {}
   };
+  static_assert(std::is_trivially_destructible_v<Slot>);
+  static_assert(sizeof(Table) % alignof(Slot) == 0);
   struct alignas(64) Shard {
     // Readers: acquire loads; writers: under `writer`.
     std::atomic<Table*> table{nullptr};
@@ -315,7 +334,7 @@ class ShardedRegistry {
     for (size_t i = hash & t->mask, n = 0; n <= t->mask;
          i = (i + 1) & t->mask, ++n) {
       // Acquire: the entry's construction happens before.
-      const uint64_t w = t->slots[i].load(std::memory_order_acquire);
+      const uint64_t w = t->slots()[i].load(std::memory_order_acquire);
       if (w == 0) return nullptr;
       if ((w & ~kAddressMask) == tag && w != kTombstone) {
         Entry* e = EntryOf(w);
@@ -323,6 +342,19 @@ class ShardedRegistry {
       }
     }
     return nullptr;
+  }
+
+  // With's miss: Insert, and when the registry is full and owns
+  // reclamation, a Reclaim across all shards and one more try. Out of line
+  // so that the lookup's frame stays small.
+  [[gnu::noinline]] Entry* InsertOrReclaim(Shard& shard, std::string_view name,
+                                           size_t hash, int64_t now_ns) {
+    Entry* e = Insert(shard, name, hash, now_ns);
+    if (e == nullptr && growth_ == Growth::kReclaims) {
+      Reclaim(now_ns);
+      e = Insert(shard, name, hash, now_ns);
+    }
+    return e;
   }
 
   // Writers. Finds or creates `name`; null if the registry is full. The new
@@ -381,11 +413,11 @@ class ShardedRegistry {
       t = Grow(shard, t);
     }
     for (size_t i = hash & t->mask;; i = (i + 1) & t->mask) {
-      const uint64_t w = t->slots[i].load(std::memory_order_relaxed);
+      const uint64_t w = t->slots()[i].load(std::memory_order_relaxed);
       if (!IsLive(w)) {
         if (w == 0) ++shard.used;
         // Release: publishes the entry's construction with it.
-        t->slots[i].store(Pack(fresh, hash), std::memory_order_release);
+        t->slots()[i].store(Pack(fresh, hash), std::memory_order_release);
         ++shard.live;
         *used_fresh = true;
         return fresh;
@@ -411,19 +443,19 @@ class ShardedRegistry {
               const std::vector<uint64_t>* words = nullptr,
               const std::vector<size_t>* hashes = nullptr)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(shard.writer) {
-    if (t == nullptr) t = new Table(CapacityFor(shard.live));
+    if (t == nullptr) t = Table::Make(CapacityFor(shard.live));
     if (old != nullptr) {
       for (size_t j = 0; j <= old->mask; ++j) {
-        const uint64_t w = old->slots[j].load(std::memory_order_relaxed);
+        const uint64_t w = old->slots()[j].load(std::memory_order_relaxed);
         if (!IsLive(w)) continue;
         const size_t hash = words != nullptr && (*words)[j] == w
                                 ? (*hashes)[j]
                                 : HashName(EntryOf(w)->name());
         size_t i = hash & t->mask;
-        while (t->slots[i].load(std::memory_order_relaxed) != 0) {
+        while (t->slots()[i].load(std::memory_order_relaxed) != 0) {
           i = (i + 1) & t->mask;
         }
-        t->slots[i].store(w, std::memory_order_relaxed);
+        t->slots()[i].store(w, std::memory_order_relaxed);
       }
       shard.retired_tables.emplace_back(EpochNow(), old);
     }
@@ -447,12 +479,12 @@ class ShardedRegistry {
     }
     // Outside the lock: the allocation (and its page faults), and a hash
     // of every key, whose entries are likely out of cache.
-    auto* t = new Table(CapacityFor(live));
+    auto* t = Table::Make(CapacityFor(live));
     std::vector<uint64_t> words(old->mask + 1);
     std::vector<size_t> hashes(old->mask + 1);
     for (size_t j = 0; j <= old->mask; ++j) {
       // Acquire: the entry's construction happens before (its name is read).
-      words[j] = old->slots[j].load(std::memory_order_acquire);
+      words[j] = old->slots()[j].load(std::memory_order_acquire);
       if (IsLive(words[j])) hashes[j] = HashName(EntryOf(words[j])->name());
     }
     {
@@ -478,7 +510,7 @@ class ShardedRegistry {
     if (t == nullptr) return 0;
     int64_t removed = 0;
     for (size_t j = 0; j <= t->mask; ++j) {
-      const uint64_t w = t->slots[j].load(std::memory_order_relaxed);
+      const uint64_t w = t->slots()[j].load(std::memory_order_relaxed);
       if (!IsLive(w)) continue;
       Entry* e = EntryOf(w);
       // Acquire: pairs with a handle's release decrement of pins.
@@ -493,7 +525,7 @@ class ShardedRegistry {
         continue;
       }
       // Relaxed: a reader that loads the tombstone reads nothing through it.
-      t->slots[j].store(kTombstone, std::memory_order_relaxed);
+      t->slots()[j].store(kTombstone, std::memory_order_relaxed);
       --shard.live;
       shard.retired_entries.emplace_back(EpochNow(), e);
       ++removed;

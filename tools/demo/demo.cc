@@ -119,8 +119,10 @@ class Parent {
     run_.windows = NumWindows(o);
     redis_.ok = probe != nullptr;
     redis_.mem_per_window.assign(run_.windows, -1);
-    if (probe_ != nullptr)
+    if (probe_ != nullptr) {
       redis_.mem_before = probe_->Info("memory", "used_memory");
+      cpu_before_usec_ = probe_->CpuUsec();
+    }
   }
 
   // Runs the instances to the end and prints the report; the exit status.
@@ -327,6 +329,10 @@ class Parent {
     if (probe_ == nullptr) return;
     redis_.script_calls = probe_->ScriptCalls();
     redis_.script_usec = probe_->ScriptUsec();
+    const int64_t cpu_end_usec = probe_->CpuUsec();
+    if (cpu_before_usec_ >= 0 && cpu_end_usec >= cpu_before_usec_) {
+      redis_.cpu_usec = cpu_end_usec - cpu_before_usec_;
+    }
     redis_.commands_processed =
         probe_->Info("stats", "total_commands_processed");
     redis_.mem_end = probe_->Info("memory", "used_memory");
@@ -371,6 +377,7 @@ class Parent {
   std::vector<bool> eof_;
   RunRecord run_;
   RedisFigures redis_;
+  int64_t cpu_before_usec_ = -1;  // the server's CPU time before the run
   const int64_t ready_deadline_ = SteadyNs() + kReadyTimeoutNs;
   int64_t end_deadline_ = 0;
   int64_t next_mem_w_ = 0;

@@ -27,6 +27,32 @@ int64_t InfoField(absl::string_view info, absl::string_view name) {
   return absl::SimpleAtoi(InfoText(info, name), &v) ? v : -1;
 }
 
+int64_t ServerCpuUsec(absl::string_view info) {
+  int64_t total = 0;
+  for (absl::string_view name : {"used_cpu_user", "used_cpu_sys"}) {
+    // "0.515652" (Redis 5 and later print 6 decimals): seconds and a
+    // fraction, read as integers so that no rounding of a double enters the
+    // difference of two readings.
+    const std::string text = InfoText(info, name);
+    const std::pair<absl::string_view, absl::string_view> parts =
+        absl::StrSplit(text, absl::MaxSplits('.', 1));
+    int64_t sec = 0, usec = 0;
+    const std::string fraction =
+        absl::StrCat(parts.second, std::string(6, '0')).substr(0, 6);
+    if (parts.first.empty() ||
+        parts.first.find_first_not_of("0123456789") !=
+            absl::string_view::npos ||
+        !absl::SimpleAtoi(parts.first, &sec) || parts.second.size() > 6 ||
+        parts.second.find_first_not_of("0123456789") !=
+            absl::string_view::npos ||
+        !absl::SimpleAtoi(fraction, &usec)) {
+      return -1;
+    }
+    total += sec * 1000000 + usec;
+  }
+  return total;
+}
+
 namespace {
 
 // `field`= of cmdstat_<command> ("calls=1,usec=2,..."); 0 if absent.
@@ -104,5 +130,7 @@ int64_t RedisProbe::ScriptUsec() {
   const std::string info = Command("INFO commandstats");
   return CommandUsec(info, "evalsha") + CommandUsec(info, "eval");
 }
+
+int64_t RedisProbe::CpuUsec() { return ServerCpuUsec(Command("INFO cpu")); }
 
 }  // namespace tokenlease::tools

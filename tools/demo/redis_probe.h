@@ -27,6 +27,11 @@ int64_t CommandCalls(absl::string_view info, absl::string_view command);
 // commandstats output; 0 if absent.
 int64_t CommandUsec(absl::string_view info, absl::string_view command);
 
+// used_cpu_user + used_cpu_sys of INFO cpu output (the server process's
+// CPU time since it started, in seconds with 6 decimals) in microseconds;
+// -1 if either is absent or not a number.
+int64_t ServerCpuUsec(absl::string_view info);
+
 class RedisProbe {
  public:
   // Connects to `url` (redis:// or unix://, as the library accepts) with a
@@ -43,6 +48,10 @@ class RedisProbe {
   int64_t ScriptCalls();
   // usec= of EVALSHA + EVAL since the last CONFIG RESETSTAT.
   int64_t ScriptUsec();
+  // The server process's CPU time so far (ServerCpuUsec of INFO cpu): it
+  // counts everything the server does, scripts, network I/O and its own
+  // timers, and not the time it waits for a core.
+  int64_t CpuUsec();
   // True if the server answers PING.
   bool Ping() { return Command("PING") == "PONG"; }
 

@@ -13,6 +13,22 @@ constexpr char kInfo[] =
     "cmdstat_evalsha:calls=1234,usec=5678,usec_per_call=4.60\r\n"
     "cmdstat_eval:calls=5,usec=100,usec_per_call=20.00\r\n";
 
+TEST(RedisProbeTest, ServerCpuUsecAddsUserAndSystemTime) {
+  EXPECT_EQ(ServerCpuUsec("# CPU\r\nused_cpu_sys:0.122358\r\n"
+                          "used_cpu_user:12.515652\r\n"),
+            12638010);
+  EXPECT_EQ(ServerCpuUsec("used_cpu_sys:1.5\r\nused_cpu_user:0.25\r\n"),
+            1750000);  // fewer decimals (older servers)
+  EXPECT_EQ(ServerCpuUsec("used_cpu_sys:0.122358\r\n"), -1);  // no user
+  EXPECT_EQ(ServerCpuUsec("used_cpu_sys:0.1x\r\nused_cpu_user:1\r\n"), -1);
+  EXPECT_EQ(ServerCpuUsec("used_cpu_sys:-1.0\r\nused_cpu_user:1\r\n"), -1);
+  EXPECT_EQ(ServerCpuUsec("used_cpu_sys:-0.5\r\nused_cpu_user:1\r\n"), -1);
+  EXPECT_EQ(ServerCpuUsec("used_cpu_sys:+1.0\r\nused_cpu_user:1\r\n"), -1);
+  EXPECT_EQ(ServerCpuUsec("used_cpu_sys:.5\r\nused_cpu_user:1\r\n"), -1);
+  EXPECT_EQ(ServerCpuUsec("used_cpu_sys:0.1234567\r\nused_cpu_user:1\r\n"), -1);
+  EXPECT_EQ(ServerCpuUsec(kInfo), -1);
+}
+
 TEST(RedisProbeTest, InfoFields) {
   EXPECT_EQ(InfoText(kInfo, "redis_version"), "7.0.15");
   EXPECT_EQ(InfoField(kInfo, "used_memory"), 1048576);

@@ -50,9 +50,13 @@ struct RedisFigures {
   int64_t mem_before = -1, mem_end = -1;
   std::vector<int64_t> mem_per_window;  // -1 where not sampled
   int64_t script_calls = -1, commands_processed = -1, dbsize = -1;
-  // usec= of EVALSHA + EVAL in INFO commandstats: the server's CPU time in
-  // the scripts.
+  // usec= of EVALSHA + EVAL in INFO commandstats: the server's own timing
+  // of the scripts (wall time inside them, so it includes time the server
+  // was preempted, and excludes reading commands and writing replies).
   int64_t script_usec = -1;
+  // The server process's CPU time (user + system, INFO cpu) from before the
+  // instances started to the end: scripts, network I/O and timers.
+  int64_t cpu_usec = -1;
 };
 
 // Sums over the instances.

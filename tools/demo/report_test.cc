@@ -175,9 +175,15 @@ TEST(ReportTest, RedisCpuPerDecision) {
   redis.ok = true;
   redis.script_calls = 1000;
   redis.script_usec = 3000;
+  redis.cpu_usec = 5000;
   const std::string s = Summary(o, run, Aggregate(run), redis);
   EXPECT_THAT(s, HasSubstr("): 3000 us = 3.000 us per decision offered "
                            "(3.00 us per script call)"));
+  EXPECT_THAT(s, HasSubstr("everything the server did): 5000 us = 5.000 us "
+                           "per decision offered"));
+  redis.cpu_usec = -1;  // not read: no line
+  EXPECT_THAT(Summary(o, run, Aggregate(run), redis),
+              Not(HasSubstr("redis server CPU")));
 }
 
 TEST(ReportTest, LiveRowWaitsForEveryInstance) {
