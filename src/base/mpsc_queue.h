@@ -32,6 +32,16 @@ class BoundedQueueBase {
 
   size_t capacity() const { return mask_ + 1; }
 
+  // Any thread. True if a TryPush now would find the queue full: a hint,
+  // stale as soon as it is returned (a consumer may free a slot, a producer
+  // take the last one).
+  bool LooksFull() const {
+    // relaxed: a hint; acquire: as in TryPush.
+    const size_t pos = tail_.load(std::memory_order_relaxed);
+    const size_t seq = slots_[pos & mask_].seq.load(std::memory_order_acquire);
+    return static_cast<intptr_t>(seq) - static_cast<intptr_t>(pos) < 0;
+  }
+
   // Any thread. False if the queue is full (nothing was stored).
   bool TryPush(T* item) {
     // relaxed: the position is only a ticket; the slot's seq orders data.

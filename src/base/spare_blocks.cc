@@ -68,8 +68,9 @@ void SpareBlocks::Free(void* block) {
 size_t SpareBlocks::Refill() {
   if (!enabled_) return 0;
   size_t added = 0;
-  // Bounded: consumers may take blocks while this runs.
-  while (added < stock_.capacity()) {
+  // Bounded: consumers may take blocks while this runs. A full stock (the
+  // common case between bursts of new keys) allocates nothing.
+  while (added < stock_.capacity() && !stock_.LooksFull()) {
     void* block = NewBlock();
     // Written, not just reserved: the first touch of each page happens here.
     std::memset(block, 0, block_size_);

@@ -84,6 +84,22 @@ TEST(SpareBlocksTest, ConcurrentAllocateFreeAndRefill) {
   EXPECT_EQ(clashes.load(), 0) << "a block was handed to two threads";
 }
 
+TEST(BoundedMpmcQueueTest, LooksFullExactlyWhenAPushWouldFail) {
+  BoundedMpmcQueue<int> q(4);
+  int items[5] = {0, 1, 2, 3, 4};
+  for (int lap = 0; lap < 3; ++lap) {  // across the slots' laps
+    for (int i = 0; i < 4; ++i) {
+      EXPECT_FALSE(q.LooksFull()) << "lap " << lap << ", " << i << " pushed";
+      ASSERT_TRUE(q.TryPush(&items[i]));
+    }
+    EXPECT_TRUE(q.LooksFull()) << "lap " << lap;
+    EXPECT_FALSE(q.TryPush(&items[4]));
+    EXPECT_EQ(q.TryPop(), &items[0]);
+    EXPECT_FALSE(q.LooksFull()) << "lap " << lap << ", one popped";
+    for (int i = 1; i < 4; ++i) EXPECT_EQ(q.TryPop(), &items[i]);
+  }
+}
+
 TEST(BoundedMpmcQueueTest, EveryItemIsPoppedExactlyOnce) {
   constexpr int kPerProducer = 50000;
   BoundedMpmcQueue<int> q(64);

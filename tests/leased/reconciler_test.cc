@@ -1,12 +1,15 @@
 // The reconciler (src/leased/reconciler.h) over a transport that answers
 // when the test says so: flow control (the cap on calls in flight, keys
-// deferred beyond it), ReturnAll waiting for exactly what it must, and Sync.
+// deferred beyond it), ReturnAll waiting for exactly what it must, Sync,
+// the batch window (and the urgent leases that skip it), the charge delay,
+// and hash-slot grouping.
 // The transport's Flush ends every step, which gives the tests their
 // synchronisation points.
 #include "leased/reconciler.h"
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <condition_variable>
 #include <functional>
 #include <future>
@@ -339,6 +342,76 @@ TEST_F(WindowedReconcilerTest,
   Answer(rest);
   EXPECT_TRUE(synced.get().ok());
   EXPECT_EQ(book_.stats().tokens_charged, 6u);
+}
+
+// A lease a decision is denied for (no balance, no local credit) is urgent:
+// it leaves at the next step, and takes the partial batch with it; a lease
+// of a key that can still decide waits for the window.
+TEST_F(WindowedReconcilerTest, AnUrgentLeaseLeavesWithoutWaitingForTheWindow) {
+  const auto start = std::chrono::steady_clock::now();
+  Charge("a", 1);
+  std::vector<FakeTransport::Call> first = transport_.Take(1);
+  LeaseEntry* rich = registry_.With("rich", 0, [](LeaseEntry* x) { return x; });
+  rich->balance.store(5);  // decides from its balance: not urgent
+  reconciler_.RequestRefill(rich);
+  transport_.AwaitSteps(5);
+  // The window is 5 s: only a step that came that late could have sent it.
+  if (std::chrono::steady_clock::now() - start < std::chrono::seconds(4)) {
+    EXPECT_EQ(transport_.batches(), 1u) << "a lease not needed yet left early";
+  }
+  const auto asked = std::chrono::steady_clock::now();
+  Ask("poor");  // balance 0, credit 0: its next decision is denied
+  std::vector<FakeTransport::Call> urgent = transport_.Take(2);
+  EXPECT_LT(std::chrono::steady_clock::now() - asked, std::chrono::seconds(4))
+      << "the urgent lease waited for the window";
+  if (std::chrono::steady_clock::now() - start < std::chrono::seconds(4)) {
+    EXPECT_EQ(transport_.batches(), 2u);
+    ASSERT_EQ(transport_.batch_names().size(), 2u);
+    EXPECT_EQ(transport_.batch_names()[1],
+              (std::vector<std::string>{"rich", "poor"}));
+  }
+  Answer(first);
+  Answer(urgent);
+  EXPECT_TRUE(reconciler_.Sync(kBound).ok());
+}
+
+// Charges after a delay longer than the test's steps.
+class DelayedChargeReconcilerTest : public ReconcilerTest {
+ public:
+  static constexpr absl::Duration kDelay = absl::Milliseconds(300);
+  static LeaseOptions DelayOptions() {
+    LeaseOptions o = Options();
+    o.charge_delay = kDelay;
+    return o;
+  }
+
+ protected:
+  DelayedChargeReconcilerTest() : ReconcilerTest(DelayOptions()) {}
+};
+
+// A key is charged charge_delay after its first uncharged admission (never
+// sooner), and what it admits meanwhile joins that one charge.
+TEST_F(DelayedChargeReconcilerTest, AdmissionsWithinTheDelayJoinOneCharge) {
+  const auto start = std::chrono::steady_clock::now();
+  Charge("a", 1);
+  Charge("a", 2);  // the key is already queued: no second charge
+  const auto second = std::chrono::steady_clock::now();
+  std::vector<FakeTransport::Call> calls = transport_.Take(1);
+  EXPECT_GE(std::chrono::steady_clock::now() - start,
+            absl::ToChronoNanoseconds(kDelay))
+      << "charged before the delay";
+  ASSERT_EQ(calls.size(), 1u);
+  // Both admissions came before the delay ran out (unless this thread was
+  // descheduled for that long in between): one charge of 3.
+  if (second - start < absl::ToChronoNanoseconds(kDelay)) {
+    EXPECT_EQ(calls[0].amount, 3);
+  }
+  Answer(calls);
+  EXPECT_TRUE(reconciler_.Sync(kBound).ok());
+  EXPECT_EQ(book_.stats().tokens_charged, 3u);
+  if (second - start < absl::ToChronoNanoseconds(kDelay)) {
+    EXPECT_EQ(transport_.submitted(), 1u);
+  }
 }
 
 class SlotReconcilerTest : public ReconcilerTest {

@@ -159,6 +159,10 @@ ABSL_FLAG(double, local_share, kDefaults.local_share,
           "leased mode: LeaseOptions::local_share, the fraction of the burst "
           "a key without a lease may admit locally with "
           "--cold_key_policy=local_share (default: the library's)");
+ABSL_FLAG(int, charge_delay_ms, kDefaults.charge_delay_ms,
+          "leased mode: LeaseOptions::charge_delay in ms, how long after a "
+          "key's first admission from its local credit it is charged to "
+          "Redis (0 .. --lease_ttl_ms; default: the library's)");
 ABSL_FLAG(std::string, algorithm,
           tokenlease::tools::AlgorithmFlagName(kDefaults.algorithm),
           "local mode: token_bucket, gcra, fixed_window, sliding_counter or "
@@ -211,6 +215,8 @@ absl::Status ValidateLimiter(const DemoOptions& o) {
   s.Update(Check(o.max_lease_fraction > 0 && o.max_lease_fraction <= 1,
                  absl::StrCat("--max_lease_fraction is ", o.max_lease_fraction,
                               "; it must be more than 0 and at most 1")));
+  s.Update(InRange("charge_delay_ms", o.charge_delay_ms, 0,
+                   std::max(o.lease_ttl_ms, 0)));
   s.Update(Check(o.local_share > 0 && o.local_share <= 1,
                  absl::StrCat("--local_share is ", o.local_share,
                               "; it must be more than 0 and at most 1")));
@@ -269,6 +275,7 @@ absl::StatusOr<DemoOptions> OptionsFromFlags() {
   o.idle_evict_ms = absl::GetFlag(FLAGS_idle_evict_ms);
   o.max_lease_fraction = absl::GetFlag(FLAGS_max_lease_fraction);
   o.local_share = absl::GetFlag(FLAGS_local_share);
+  o.charge_delay_ms = absl::GetFlag(FLAGS_charge_delay_ms);
   o.live = absl::GetFlag(FLAGS_live);
   if (s = ValidateOptions(o); !s.ok()) return s;
   return o;

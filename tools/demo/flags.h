@@ -13,6 +13,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "absl/time/time.h"
 #include "tokenlease/leased.h"
 #include "tokenlease/spec.h"
 
@@ -64,6 +65,8 @@ struct DemoOptions {
   double max_lease_fraction = 0.1;
   ColdKeyPolicy cold_key_policy = LeaseOptions{}.cold_key_policy;
   double local_share = LeaseOptions{}.local_share;
+  int charge_delay_ms =
+      static_cast<int>(absl::ToInt64Milliseconds(LeaseOptions{}.charge_delay));
   Algorithm algorithm = Algorithm::kTokenBucket;  // --mode=local only
   bool live = true;
 

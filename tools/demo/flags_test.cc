@@ -43,6 +43,7 @@ TEST(FlagsTest, DefaultsAreTheReadmeDemo) {
   EXPECT_TRUE(o.live);
   EXPECT_EQ(o.pacing, Pacing::kSleep);
   EXPECT_EQ(o.local_share, LeaseOptions{}.local_share);
+  EXPECT_EQ(absl::Milliseconds(o.charge_delay_ms), LeaseOptions{}.charge_delay);
   EXPECT_EQ(o.cold_key_policy, LeaseOptions{}.cold_key_policy);
   EXPECT_EQ(o.OfferedRate(), 100000);
 }
@@ -73,6 +74,16 @@ TEST(FlagsTest, RangeMessagesNameTheFlagTheValueAndTheRange) {
   o = DemoOptions();
   o.max_lease_fraction = 1.5;
   EXPECT_THAT(Message(o), HasSubstr("--max_lease_fraction is 1.5"));
+  o = DemoOptions();
+  o.lease_ttl_ms = 200;
+  o.charge_delay_ms = 201;
+  EXPECT_EQ(Message(o),
+            "--charge_delay_ms is 201; it must be between 0 and 200");
+  o.charge_delay_ms = -1;
+  EXPECT_EQ(Message(o),
+            "--charge_delay_ms is -1; it must be between 0 and 200");
+  o.charge_delay_ms = 0;
+  EXPECT_EQ(Message(o), "");
 }
 
 TEST(FlagsTest, AlgorithmOnlyForLocalMode) {

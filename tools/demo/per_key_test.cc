@@ -3,6 +3,7 @@
 
 #include <vector>
 
+#include "demo/test_options.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tokenlease/leased.h"
@@ -12,15 +13,7 @@ namespace {
 
 using ::testing::ElementsAre;
 
-DemoOptions Zipf() {
-  DemoOptions o;
-  o.keys = KeyDist::kZipf;
-  o.zipf_keys = 100000;
-  o.instances = 2;
-  o.threads = 1;
-  o.limit = 100;
-  return o;
-}
+DemoOptions Zipf() { return ZipfTestOptions(); }
 
 TEST(PerKeyTest, CounterKeepsOnlyKeysOfferedAnything) {
   KeyCounter c(/*keys=*/10);

@@ -130,8 +130,10 @@ std::string Banner(const DemoOptions& o) {
         o.lease_ttl_ms, o.max_lease_fraction, b.max_lease,
         ColdKeyPolicyName(o.cold_key_policy),
         o.cold_key_policy == ColdKeyPolicy::kLocalShare
-            ? absl::StrFormat(" local_share=%g (A = %d per key and instance)",
-                              o.local_share, b.local_allowance)
+            ? absl::StrFormat(" local_share=%g (A = %d per key and instance) "
+                              "charge_delay=%dms",
+                              o.local_share, b.local_allowance,
+                              o.charge_delay_ms)
             : "",
         o.idle_evict_ms);
   }

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "demo/live.h"
+#include "demo/test_options.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -84,13 +85,8 @@ TEST(ReportTest, HotModeLatencyIsAllHot) {
 // A leased Zipf run over 1 s, 2 instances, limit 100 (max lease 10, M 19),
 // local share A = 1: per-key bound 100 + 100 + 2 x 20 = 240.
 DemoOptions ZipfLeased() {
-  DemoOptions o;
-  o.keys = KeyDist::kZipf;
-  o.zipf_keys = 100000;
+  DemoOptions o = ZipfTestOptions();
   o.zipf_s = 1.1;
-  o.instances = 2;
-  o.threads = 1;
-  o.limit = 100;
   o.offered = 4700;
   o.seconds = 1;
   o.cold_key_policy = ColdKeyPolicy::kLocalShare;

@@ -207,6 +207,7 @@ LeaseOptions MakeLeaseOptions(const DemoOptions& o) {
   l.max_lease_fraction = o.max_lease_fraction;
   l.cold_key_policy = o.cold_key_policy;
   l.local_share = o.local_share;
+  l.charge_delay = absl::Milliseconds(o.charge_delay_ms);
   return l;
 }
 
