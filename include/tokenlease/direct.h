@@ -59,7 +59,8 @@ class DirectLimiter {
   // Asks Redis whether `cost` tokens of `key` may be taken now, and takes
   // them if so; blocks up to `timeout` (0: options.timeout). The decision's
   // source is kDirect and its times come from the Redis server's clock.
-  // Errors: InvalidArgument (cost < 0), DeadlineExceeded or Unavailable
+  // Errors: InvalidArgument (cost < 0 or above 2^50, checked before any
+  // call to Redis), DeadlineExceeded or Unavailable
   // (no answer in time; the call may or may not have been counted),
   // FailedPrecondition (a key of another type is in the way; the message
   // names it), ResourceExhausted (too many calls queued).

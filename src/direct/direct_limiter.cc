@@ -55,9 +55,11 @@ DirectLimiter::DirectLimiter(const LimitSpec& spec,
 void DirectLimiter::Submit(std::string_view key, int64_t cost,
                            int64_t max_wait_us, absl::Duration timeout,
                            ReservationCallback done) {
-  if (cost < 0) {
+  // Checked here, not by the script: a bad cost costs no round trip.
+  if (cost < 0 || cost > internal::kMaxScriptCost) {
     done(absl::InvalidArgumentError(
-        absl::StrCat("cost is ", cost, "; it must be >= 0")));
+        absl::StrCat("cost is ", cost, "; it must be between 0 and ",
+                     internal::kMaxScriptCost, " (2^50, the scripts' limit)")));
     return;
   }
   internal::AcquireArgs args;

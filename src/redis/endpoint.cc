@@ -18,9 +18,10 @@ constexpr absl::string_view kForms =
     "accepted forms: redis://[[user]:password@]host[:port][/db] and "
     "unix:///path/to/socket[?db=N]";
 
+// Never echoes the credentials: a message may end up in a log.
 absl::Status Bad(absl::string_view url, absl::string_view why) {
-  return absl::InvalidArgumentError(
-      absl::StrCat("redis URL \"", url, "\": ", why, "; ", kForms));
+  return absl::InvalidArgumentError(absl::StrCat(
+      "redis URL \"", RedactRedisUrl(url), "\": ", why, "; ", kForms));
 }
 
 int HexValue(char c) {
@@ -80,6 +81,25 @@ absl::Status ParseDb(absl::string_view url, absl::string_view text,
 }
 
 }  // namespace
+
+std::string RedactRedisUrl(absl::string_view url) {
+  const size_t scheme_end = url.find("://");
+  if (scheme_end == absl::string_view::npos) {
+    // No scheme: no authority to find; a '@' may still mark credentials.
+    const size_t at = url.rfind('@');
+    return at == absl::string_view::npos ? std::string(url)
+                                         : absl::StrCat("***", url.substr(at));
+  }
+  const size_t start = scheme_end + 3;
+  absl::string_view rest = url.substr(start);
+  // unix:// (as ParseRedisUrl reads it): credentials end at the last '@';
+  // elsewhere at the authority's last '@' (the authority ends at '/').
+  const absl::string_view scope =
+      absl::StartsWith(url, "unix://") ? rest : rest.substr(0, rest.find('/'));
+  const size_t at = scope.rfind('@');
+  if (at == absl::string_view::npos) return std::string(url);
+  return absl::StrCat(url.substr(0, start), "***", rest.substr(at));
+}
 
 std::string RedisEndpoint::Describe() const {
   if (!socket_path.empty()) {

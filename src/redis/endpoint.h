@@ -31,6 +31,12 @@ struct RedisEndpoint {
 // showing the accepted forms.
 absl::StatusOr<RedisEndpoint> ParseRedisUrl(absl::string_view url);
 
+// `url` with its credentials replaced by "***" ("redis://***@host:1/0",
+// "unix://***@/path"), for messages and logs: whatever ParseRedisUrl would
+// take as the user and password (the part before the last '@' of the
+// authority; of a unix:// URL, before its last '@'), in any scheme.
+std::string RedactRedisUrl(absl::string_view url);
+
 // Resolves a TCP endpoint's host to a numeric address once, on the calling
 // thread: hiredis resolves names with a blocking getaddrinfo, which must
 // never run on the client's event loop. Unix endpoints pass through.

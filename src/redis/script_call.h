@@ -101,6 +101,9 @@ absl::StatusOr<int64_t> ParseReleaseReply(const RedisReply& reply);
 // per item of a single-band limit, so a full batch of 64 takes 0.3 to
 // 0.5 ms (a sliding log's denials cost more per item, as in acquire.lua).
 inline constexpr int kMaxBatchItems = 64;
+// The largest cost (wanted, minimum, amount) the scripts take: 2^50
+// (docs/lua-protocol.md); callers check before a round trip.
+inline constexpr int64_t kMaxScriptCost = int64_t{1} << 50;
 
 // One item of a batch call, on the limit key `name` under the batch's
 // prefix: its keys are BandKeys(spec, prefix, name), and for a release the

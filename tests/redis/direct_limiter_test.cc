@@ -265,6 +265,23 @@ TEST_F(DirectLimiterTest, CreateRejectsBadInput) {
   auto d = good->TryAcquire("neg", -1);
   ASSERT_FALSE(d.ok());
   EXPECT_EQ(d.status().code(), absl::StatusCode::kInvalidArgument);
+  // Beyond what the scripts take: refused before a round trip, saying the
+  // range (it was an INTERNAL error from the script's reply).
+  for (int64_t cost : {(int64_t{1} << 50) + 1, int64_t{1} << 62, INT64_MAX}) {
+    d = good->TryAcquire("huge", cost);
+    ASSERT_FALSE(d.ok()) << cost;
+    EXPECT_EQ(d.status().code(), absl::StatusCode::kInvalidArgument) << cost;
+    EXPECT_THAT(d.status().message(),
+                HasSubstr("it must be between 0 and 1125899906842624"));
+    auto r = good->Reserve("huge", cost, absl::Seconds(1));
+    ASSERT_FALSE(r.ok()) << cost;
+    EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument) << cost;
+  }
+  // 2^50 itself reaches Redis, which denies it (it can never fit).
+  d = good->TryAcquire("huge", int64_t{1} << 50);
+  ASSERT_TRUE(d.ok()) << d.status();
+  EXPECT_FALSE(d->allowed);
+  EXPECT_EQ(d->retry_after_ns, kNever);
 }
 
 TEST_F(DirectLimiterTest, ServerTimeNotClientTime) {

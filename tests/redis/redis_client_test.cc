@@ -20,6 +20,7 @@ namespace tokenlease::internal {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 using ::tokenlease::testing::ConnectFast;
 
 // Every wait in these tests is bounded by this.
@@ -95,6 +96,36 @@ TEST(EndpointTest, RejectsMalformedUrlsWithHelp) {
     EXPECT_EQ(ep.status().code(), absl::StatusCode::kInvalidArgument) << bad;
     EXPECT_THAT(ep.status().message(), HasSubstr("accepted forms")) << bad;
   }
+}
+
+// No error about a URL shows its password (or user), whatever is wrong
+// with the rest of it.
+TEST(EndpointTest, ErrorsNeverShowTheCredentials) {
+  for (const char* bad :
+       {"redis://alice:s3cretPW@127.0.0.1:99999/0",
+        "redis://alice:s3cretPW@127.0.0.1:6379/x", "redis://s3cretPW@[::1:6379",
+        "redis://:s3cretPW@h:0", "rediss://alice:s3cretPW@h:6379",
+        "unix://alice:s3cretPW@rel/path", "unix://:s3cretPW@/tmp/r.sock?x=1",
+        "redis://alice:s3cretPW%zz@h", "alice:s3cretPW@h:6379"}) {
+    auto ep = ParseRedisUrl(bad);
+    ASSERT_FALSE(ep.ok()) << bad;
+    EXPECT_THAT(ep.status().message(), Not(HasSubstr("s3cretPW"))) << bad;
+    EXPECT_THAT(ep.status().message(), Not(HasSubstr("alice"))) << bad;
+    EXPECT_THAT(ep.status().message(), HasSubstr("***@")) << bad;
+  }
+}
+
+TEST(EndpointTest, RedactKeepsEverythingButTheCredentials) {
+  EXPECT_EQ(RedactRedisUrl("redis://alice:pw@127.0.0.1:99999/0"),
+            "redis://***@127.0.0.1:99999/0");
+  EXPECT_EQ(RedactRedisUrl("redis://pw@h/1"), "redis://***@h/1");
+  EXPECT_EQ(RedactRedisUrl("redis://h:1/0"), "redis://h:1/0");
+  EXPECT_EQ(RedactRedisUrl("redis://a:p@b@h:1"), "redis://***@h:1");
+  EXPECT_EQ(RedactRedisUrl("redis://h/db@x"), "redis://h/db@x");  // path
+  EXPECT_EQ(RedactRedisUrl("unix://:pw@/tmp/r.sock"), "unix://***@/tmp/r.sock");
+  EXPECT_EQ(RedactRedisUrl("unix:///tmp/r.sock"), "unix:///tmp/r.sock");
+  EXPECT_EQ(RedactRedisUrl("u:pw@h"), "***@h");
+  EXPECT_EQ(RedactRedisUrl(""), "");
 }
 
 TEST(RedisOptionsTest, ValidationNamesTheField) {

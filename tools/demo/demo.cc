@@ -32,6 +32,7 @@
 #include "demo/report.h"
 #include "demo/spawn.h"
 #include "demo/workload.h"
+#include "redis/endpoint.h"
 
 namespace tokenlease::tools {
 namespace {
@@ -104,7 +105,7 @@ absl::StatusOr<RedisSetup> SetUpRedis(DemoOptions& o) {
         LoadAverage().c_str());
   } else {
     std::printf("# redis-server %s at %s; load average: %s\n", version.c_str(),
-                o.url.c_str(), LoadAverage().c_str());
+                internal::RedactRedisUrl(o.url).c_str(), LoadAverage().c_str());
   }
   r.probe->Command("CONFIG RESETSTAT");
   return r;
