@@ -10,6 +10,7 @@ namespace tokenlease {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 TEST(GuardTest, RunsTheCallOnlyWhenAdmitted) {
   ManualClock clock;
@@ -43,6 +44,14 @@ TEST(GuardTest, VoidAndStatusCallsAndNeverFittingCosts) {
   const absl::Status neg = RateLimited(
       **l, "other", [] {}, -1);
   EXPECT_EQ(neg.code(), absl::StatusCode::kInvalidArgument);
+  // A key beyond max_key_bytes: refused, and the message shows 64 bytes of
+  // it and its size, not all of it.
+  const std::string huge = std::string(64, 'a') + std::string(4000, 'b');
+  const absl::Status long_key = RateLimited(**l, huge, [] {});
+  EXPECT_EQ(long_key.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(long_key.message()),
+              HasSubstr("'" + std::string(64, 'a') + "... (4064 bytes)'"));
+  EXPECT_THAT(std::string(long_key.message()), Not(HasSubstr("bbb")));
 }
 
 }  // namespace

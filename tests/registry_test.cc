@@ -112,6 +112,37 @@ TEST_F(RegistryTest, MaxKeysDeniesNewKeysUntilOneIsIdle) {
   EXPECT_LE(l->key_count(), 8);
 }
 
+// A key longer than max_key_bytes is refused before it is stored, by every
+// entry point by name; one of exactly max_key_bytes is an ordinary key.
+TEST_F(RegistryTest, KeysLongerThanMaxKeyBytesAreRefusedAndNotStored) {
+  auto l = MakeBucket({.max_key_bytes = 16});
+  const std::string longest(16, 'k');
+  const std::string too_long(17, 'k');
+  EXPECT_TRUE(l->TryAcquire(longest).allowed);
+  EXPECT_EQ(l->key_count(), 1);
+  Decision d = l->TryAcquire(too_long);
+  EXPECT_FALSE(d.allowed);
+  EXPECT_EQ(d.source, DecisionSource::kInvalidArgument);
+  EXPECT_EQ(d.retry_after_ns, kNever);
+  d = l->TryAcquire(too_long, 1, 5);
+  EXPECT_EQ(d.source, DecisionSource::kInvalidArgument);
+  EXPECT_EQ(l->Acquire(too_long, 1, absl::Milliseconds(1)).source,
+            DecisionSource::kInvalidArgument);
+  auto h = l->Resolve(too_long);
+  EXPECT_EQ(h.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(h.status().message()),
+              HasSubstr("key is 17 bytes; it must be at most "
+                        "LimiterOptions.max_key_bytes (16)"));
+  auto r = l->Reserve(too_long, 1, absl::ZeroDuration());
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(l->key_count(), 1) << "the long key was stored";
+  // The default takes a 1 KiB key and refuses one byte more.
+  auto def = MakeBucket();
+  EXPECT_TRUE(def->TryAcquire(std::string(1024, 'x')).allowed);
+  EXPECT_EQ(def->TryAcquire(std::string(1025, 'x')).source,
+            DecisionSource::kInvalidArgument);
+}
+
 TEST_F(RegistryTest, GrowthSweepsIdleKeysWithoutBeingAsked) {
   auto l = MakeBucket({.shards = 1});
   for (int round = 0; round < 50; ++round) {

@@ -1,5 +1,7 @@
+#include <cstdint>
 #include <string>
 
+#include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tokenlease/tokenlease.h"
@@ -82,6 +84,14 @@ TEST(ValidateSpecTest, CreateReportsSpecAndOptionErrors) {
   o.max_keys = 0;
   l = Limiter::Create(LimitSpec::TokenBucket(1, absl::Seconds(1)), o);
   EXPECT_THAT(std::string(l.status().message()), HasSubstr("max_keys is 0"));
+  for (int32_t bad : {0, -1, 65537}) {
+    o = {};
+    o.max_key_bytes = bad;
+    l = Limiter::Create(LimitSpec::TokenBucket(1, absl::Seconds(1)), o);
+    EXPECT_THAT(std::string(l.status().message()),
+                HasSubstr(absl::StrCat("LimiterOptions.max_key_bytes is ", bad,
+                                       "; it must be between 1 and 65536")));
+  }
 }
 
 TEST(DescribeSpecTest, IsReadable) {

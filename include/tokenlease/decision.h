@@ -15,8 +15,9 @@ enum class DecisionSource : uint8_t {
   kDirect,           // one exact call to the shared store (later issues)
   kFallback,         // a local share while the shared store is unreachable
   kKeyLimit,         // denied: the key registry is at max_keys and no key idle
-  kInvalidArgument,  // denied: negative cost, or a handle that is empty or
-                     // belongs to another Limiter
+  kInvalidArgument,  // denied: negative cost, a key longer than the
+                     // options' max_key_bytes, or a handle that is empty
+                     // or belongs to another Limiter
   kLocalCredit,      // leased mode, a key without a lease: admitted from its
                      // local credit, charged to the shared limit afterwards
 };

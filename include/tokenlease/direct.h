@@ -36,6 +36,10 @@ struct DirectLimiterOptions {
   // Deadline of a decision when the call gives none; 0 means the
   // connection's RedisOptions::command_timeout. 0 .. 1 min.
   absl::Duration timeout = absl::ZeroDuration();
+  // Longest key accepted, in bytes: a longer key is InvalidArgument before
+  // any call to Redis (it would become a Redis key of that size).
+  // 1 .. 65536.
+  int32_t max_key_bytes = 1024;
 
   // OK, or InvalidArgument naming the field and the accepted range (also
   // `redis`'s fields when no connection is given).
@@ -59,8 +63,9 @@ class DirectLimiter {
   // Asks Redis whether `cost` tokens of `key` may be taken now, and takes
   // them if so; blocks up to `timeout` (0: options.timeout). The decision's
   // source is kDirect and its times come from the Redis server's clock.
-  // Errors: InvalidArgument (cost < 0 or above 2^50, checked before any
-  // call to Redis), DeadlineExceeded or Unavailable
+  // Errors: InvalidArgument (cost < 0 or above 2^50, or a key longer than
+  // max_key_bytes; checked before any call to Redis), DeadlineExceeded or
+  // Unavailable
   // (no answer in time; the call may or may not have been counted),
   // FailedPrecondition (a key of another type is in the way; the message
   // names it), ResourceExhausted (too many calls queued).

@@ -16,23 +16,35 @@
 
 namespace tokenlease {
 
+namespace guard_internal {
+// `key` for a message: at most its first 64 bytes, and its size if longer.
+inline std::string ShownKey(std::string_view key) {
+  if (key.size() <= 64) return std::string(key);
+  return absl::StrCat(std::string(key.substr(0, 64)), "... (", key.size(),
+                      " bytes)");
+}
+}  // namespace guard_internal
+
 // Returns the ResourceExhausted status a denied `decision` on `key` maps to:
-// it names the key and says when to retry ("retry after 250ms", or "the
-// cost exceeds the limit" when it never fits).
+// it names the key (its first 64 bytes) and says when to retry ("retry
+// after 250ms", or "the cost exceeds the limit" when it never fits);
+// InvalidArgument for a decision with source kInvalidArgument.
 inline absl::Status DeniedStatus(std::string_view key,
                                  const Decision& decision) {
+  const std::string shown = guard_internal::ShownKey(key);
   if (decision.source == DecisionSource::kInvalidArgument) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("rate limit on '", std::string(key),
-                     "': negative cost or a handle from another Limiter"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "rate limit on '", shown,
+        "': negative cost, a key longer than max_key_bytes (", key.size(),
+        " bytes here), or a handle from another Limiter"));
   }
   if (decision.retry_after_ns == kNever) {
     return absl::ResourceExhaustedError(absl::StrCat(
-        "rate limit on '", std::string(key),
+        "rate limit on '", shown,
         "': the cost exceeds what the limit can ever admit at once"));
   }
   return absl::ResourceExhaustedError(
-      absl::StrCat("rate limit on '", std::string(key), "': retry after ",
+      absl::StrCat("rate limit on '", shown, "': retry after ",
                    absl::FormatDuration(decision.retry_after())));
 }
 

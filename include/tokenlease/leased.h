@@ -126,6 +126,10 @@ struct LeasedLimiterOptions {
   int64_t max_keys = 1 << 20;
   // Registry shards (as LimiterOptions::shards): a power of two, 1 .. 4096.
   int32_t shards = 64;
+  // Longest key accepted, in bytes (as LimiterOptions::max_key_bytes): a
+  // longer key is denied with kInvalidArgument (Resolve, Inspect:
+  // InvalidArgument) before it is stored or sent to Redis. 1 .. 65536.
+  int32_t max_key_bytes = 1024;
   // The reconciler's clock (lease expiry, demand estimates). The decision
   // path reads no clock. Null: DefaultClock(). Not owned; must outlive the
   // limiter.
@@ -272,10 +276,12 @@ class LeasedLimiter {
     return SlowAcquire(handle, cost);
   }
 
-  // A handle for `key` (created if needed). ResourceExhausted at max_keys.
+  // A handle for `key` (created if needed). ResourceExhausted at max_keys;
+  // InvalidArgument for a key longer than max_key_bytes.
   absl::StatusOr<LeaseHandle> Resolve(std::string_view key);
 
-  // This instance's state for `key`; NotFound if the key is not in memory.
+  // This instance's state for `key`; NotFound if the key is not in memory,
+  // InvalidArgument if it is longer than max_key_bytes.
   absl::StatusOr<LeaseKeyInfo> Inspect(std::string_view key) const;
 
   // Returns every lease now and waits (up to `timeout`) for Redis to

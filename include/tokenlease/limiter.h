@@ -37,6 +37,11 @@ struct LimiterOptions {
   // contention between threads that create keys by name; each costs 64
   // bytes plus an empty map.
   int32_t shards = 64;
+  // Longest key accepted, in bytes. A decision by name on a longer key is
+  // denied with DecisionSource::kInvalidArgument (Resolve and Reserve:
+  // InvalidArgument), before the key is stored: it bounds what one key's
+  // name can cost in memory. 1 .. 65536.
+  int32_t max_key_bytes = 1024;
 
   // Returns OK or InvalidArgument naming the field and the accepted range.
   absl::Status Validate() const;
@@ -113,7 +118,8 @@ class Limiter {
   Decision TryAcquire(const KeyHandle& handle, int64_t cost, int64_t now_ns);
 
   // Resolves `key` once for repeated use. ResourceExhausted if the registry
-  // is at max_keys and no idle key can be reclaimed.
+  // is at max_keys and no idle key can be reclaimed; InvalidArgument if the
+  // key is longer than LimiterOptions::max_key_bytes.
   absl::StatusOr<KeyHandle> Resolve(std::string_view key);
 
   // Borrowing: takes `cost` tokens now even if the bucket must go into debt,

@@ -23,7 +23,10 @@ int64_t ClampTime(int64_t now_ns) {
 }  // namespace
 
 absl::Status LimiterOptions::Validate() const {
-  return internal::ValidateKeySpace("LimiterOptions", max_keys, shards);
+  return internal::FirstError({
+      internal::ValidateKeySpace("LimiterOptions", max_keys, shards),
+      internal::CheckMaxKeyBytes("LimiterOptions", max_key_bytes),
+  });
 }
 
 // ---------------------------------------------------------------- KeyHandle
@@ -108,6 +111,7 @@ Decision Limiter::TryAcquire(const KeyHandle& handle, int64_t cost,
 }
 
 absl::StatusOr<KeyHandle> Limiter::Resolve(std::string_view key) {
+  if (absl::Status s = core_->CheckKey(key); !s.ok()) return s;
   for (;;) {
     internal::KeyEntry* retired = nullptr;
     absl::StatusOr<KeyHandle> h = core_->registry().With(
@@ -151,6 +155,7 @@ absl::StatusOr<Reservation> Limiter::Reserve(std::string_view key, int64_t cost,
   if (max_wait < absl::ZeroDuration()) {
     return absl::InvalidArgumentError("Reserve max_wait must be >= 0");
   }
+  if (absl::Status s = core_->CheckKey(key); !s.ok()) return s;
   const int64_t max_wait_ns =
       max_wait == absl::InfiniteDuration()
           ? INT64_MAX / 4

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "core/options_checks.h"
 #include "local/band_eval.h"
 #include "local/band_eval_inl.h"
 
@@ -76,6 +77,7 @@ CompiledSpec CompileSpec(const LimitSpec& spec, uint32_t generation,
 LimiterCore::LimiterCore(const LimitSpec& spec, const LimiterOptions& options)
     : clock_(options.clock != nullptr ? options.clock : DefaultClock()),
       system_clock_(clock_ == DefaultClock()),
+      max_key_bytes_(static_cast<size_t>(options.max_key_bytes)),
       registry_(this, options.max_keys, options.shards,
                 KeyRegistry::Growth::kReclaims) {
   auto first = std::make_unique<CompiledSpec>(CompileSpec(spec, 0, nullptr));
@@ -85,6 +87,11 @@ LimiterCore::LimiterCore(const LimitSpec& spec, const LimiterOptions& options)
 }
 
 LimiterCore::~LimiterCore() = default;
+
+absl::Status LimiterCore::CheckKey(std::string_view key) const {
+  return CheckKeySize("LimiterOptions", key,
+                      static_cast<int32_t>(max_key_bytes_));
+}
 
 KeyEntry* LimiterCore::NewEntry(std::string_view name, int64_t now_ns) {
   const CompiledSpec* s = spec();
@@ -158,8 +165,9 @@ Decision LimiterCore::DecideByName(std::string_view key, const BandRequest& req,
   // slot, so the band loop writes the decision there directly. (A copy
   // out of a local read the loop's 8-byte stores back as 16-byte loads, a
   // store-forwarding stall of about 4 ns on every decision by name.)
-  Decision d = req.cost < 0 ? InvalidArgumentDecision()
-                            : registry_.With(key, req.now_ns, decide);
+  Decision d = req.cost < 0 || key.size() > max_key_bytes_
+                   ? InvalidArgumentDecision()
+                   : registry_.With(key, req.now_ns, decide);
   // The key was retired while this decision looked at it: the registry no
   // longer holds it, so the next lookup finds or creates its successor.
   while (d.retry_after_ns == kRetryLookup) [[unlikely]] {

@@ -74,6 +74,8 @@ class LimiterCore final : public KeyRegistry::Owner {
   }
 
   KeyRegistry& registry() { return registry_; }
+  // OK, or InvalidArgument if `key` is longer than max_key_bytes.
+  absl::Status CheckKey(std::string_view key) const;
   Clock* clock() const { return clock_; }
 
   // KeyRegistry::Owner. A key is retired when its state is equivalent to a
@@ -102,6 +104,7 @@ class LimiterCore final : public KeyRegistry::Owner {
 
   Clock* const clock_;
   const bool system_clock_;
+  const size_t max_key_bytes_;  // LimiterOptions::max_key_bytes
   std::atomic<const CompiledSpec*> spec_;
   absl::Mutex update_mu_;
   std::vector<std::unique_ptr<CompiledSpec>> generations_

@@ -20,6 +20,23 @@ absl::Status ValidateKeySpace(std::string_view owner, int64_t max_keys,
   return absl::OkStatus();
 }
 
+absl::Status CheckMaxKeyBytes(std::string_view owner, int32_t max_key_bytes) {
+  return CheckInteger(absl::StrCat(AbslView(owner), ".max_key_bytes"),
+                      max_key_bytes, 1, 65536);
+}
+
+absl::Status CheckKeySize(std::string_view owner, std::string_view key,
+                          int32_t max_key_bytes) {
+  if (key.size() <= static_cast<size_t>(max_key_bytes)) [[likely]] {
+    return absl::OkStatus();
+  }
+  // The key itself is not echoed: it may be large, and it is user data.
+  return absl::InvalidArgumentError(absl::StrCat(
+      "key is ", key.size(), " bytes; it must be at most ", AbslView(owner),
+      ".max_key_bytes (", max_key_bytes,
+      "): use a shorter key (a hash of a long one) or raise the option"));
+}
+
 absl::Status CheckDuration(std::string_view field, absl::Duration value,
                            absl::Duration lo, absl::Duration hi) {
   if (value < lo || value > hi) {

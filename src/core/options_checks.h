@@ -29,6 +29,14 @@ absl::Status CheckFraction(std::string_view field, double value, double lo,
 absl::Status CheckInteger(std::string_view field, int64_t value, int64_t lo,
                           int64_t hi);
 
+// max_key_bytes of any options struct: within [1, 65536]. `owner` names
+// the struct.
+absl::Status CheckMaxKeyBytes(std::string_view owner, int32_t max_key_bytes);
+
+// The error for a key longer than `owner`.max_key_bytes, or OK.
+absl::Status CheckKeySize(std::string_view owner, std::string_view key,
+                          int32_t max_key_bytes);
+
 // The first error of `checks`, or OK.
 absl::Status FirstError(std::initializer_list<absl::Status> checks);
 

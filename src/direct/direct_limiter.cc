@@ -32,6 +32,7 @@ absl::Status DirectLimiterOptions::Validate() const {
                                   key_prefix),
       internal::CheckDuration("DirectLimiterOptions.timeout", timeout,
                               absl::ZeroDuration(), absl::Minutes(1)),
+      internal::CheckMaxKeyBytes("DirectLimiterOptions", max_key_bytes),
       connection == nullptr ? redis.Validate() : absl::OkStatus(),
   });
 }
@@ -60,6 +61,12 @@ void DirectLimiter::Submit(std::string_view key, int64_t cost,
     done(absl::InvalidArgumentError(
         absl::StrCat("cost is ", cost, "; it must be between 0 and ",
                      internal::kMaxScriptCost, " (2^50, the scripts' limit)")));
+    return;
+  }
+  if (absl::Status s = internal::CheckKeySize("DirectLimiterOptions", key,
+                                              options_.max_key_bytes);
+      !s.ok()) {
+    done(std::move(s));
     return;
   }
   internal::AcquireArgs args;

@@ -16,6 +16,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "base/absl_view.h"
+#include "core/options_checks.h"
 #include "leased/lease_book.h"
 #include "leased/lease_entry.h"
 #include "leased/lease_transport.h"
@@ -66,6 +67,7 @@ class LeasedLimiter::Impl final : public internal::LeaseRegistry::Owner {
         connection_(std::move(connection)),
         clock_(options_.clock != nullptr ? options_.clock : DefaultClock()),
         max_cost_(internal::FirstBandBurst(spec_)),
+        max_key_bytes_(static_cast<size_t>(options_.max_key_bytes)),
         book_(spec_, options_.lease, RandomInstanceId(),
               std::random_device{}()),
         registry_(this, options_.max_keys, options_.shards,
@@ -284,9 +286,11 @@ class LeasedLimiter::Impl final : public internal::LeaseRegistry::Owner {
       return Decide(e, cost, /*may_wait=*/false);
     };
     // One named result returned on every path (the caller's return slot;
-    // see LimiterCore::DecideByName). 0: the decision path reads no clock
-    // (NewEntry ignores the time).
-    Decision d = registry_.With(key, 0, decide);
+    // see LimiterCore::DecideByName: an early return of another object
+    // costs a copy and a store-forwarding stall, 12 ns measured). 0: the
+    // decision path reads no clock (NewEntry ignores the time).
+    Decision d = key.size() > max_key_bytes_ ? InvalidArgumentDecision()
+                                             : registry_.With(key, 0, decide);
     while (retired) [[unlikely]] {  // look the key up again
         retired = false;
         d = registry_.With(key, 0, decide);
@@ -300,6 +304,7 @@ class LeasedLimiter::Impl final : public internal::LeaseRegistry::Owner {
   }
 
   absl::StatusOr<LeaseEntry*> Pin(std::string_view key) {
+    if (absl::Status s = CheckKey(key); !s.ok()) return s;
     for (;;) {
       bool retired = false;
       absl::StatusOr<LeaseEntry*> pinned = registry_.With(
@@ -319,7 +324,14 @@ class LeasedLimiter::Impl final : public internal::LeaseRegistry::Owner {
 
   void RequestRefill(LeaseEntry* e) { reconciler_.RequestRefill(e); }
 
+  // OK, or InvalidArgument for a key longer than max_key_bytes.
+  absl::Status CheckKey(std::string_view key) const {
+    return internal::CheckKeySize("LeasedLimiterOptions", key,
+                                  options_.max_key_bytes);
+  }
+
   absl::StatusOr<LeaseKeyInfo> Inspect(std::string_view key) {
+    if (absl::Status s = CheckKey(key); !s.ok()) return s;
     return registry_.Find(
         key, [&](LeaseEntry* e) -> absl::StatusOr<LeaseKeyInfo> {
           if (e == nullptr) {
@@ -363,6 +375,8 @@ class LeasedLimiter::Impl final : public internal::LeaseRegistry::Owner {
   const std::shared_ptr<RedisConnection> connection_;
   Clock* const clock_;
   const int64_t max_cost_;  // the first band's burst
+  // options_.max_key_bytes, beside what the decision path reads.
+  const size_t max_key_bytes_;
   // Destroyed in reverse: the reconciler (stopped first) before the
   // registry and the book it uses.
   internal::LeaseBook book_;

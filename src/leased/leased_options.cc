@@ -43,6 +43,7 @@ absl::Status LeasedLimiterOptions::Validate() const {
       internal::ValidateKeyPrefix("LeasedLimiterOptions.key_prefix",
                                   key_prefix),
       internal::ValidateKeySpace("LeasedLimiterOptions", max_keys, shards),
+      internal::CheckMaxKeyBytes("LeasedLimiterOptions", max_key_bytes),
       lease.Validate(),
       connection == nullptr ? redis.Validate() : absl::OkStatus(),
   });

@@ -92,11 +92,10 @@ std::string RedactRedisUrl(absl::string_view url) {
   }
   const size_t start = scheme_end + 3;
   absl::string_view rest = url.substr(start);
-  // unix:// (as ParseRedisUrl reads it): credentials end at the last '@';
-  // elsewhere at the authority's last '@' (the authority ends at '/').
-  const absl::string_view scope =
-      absl::StartsWith(url, "unix://") ? rest : rest.substr(0, rest.find('/'));
-  const size_t at = scope.rfind('@');
+  // Everything before the last '@' after the scheme: more than the userinfo
+  // when a '@' follows the host (harmless), and all of it when a password
+  // holds a '/' that a parser would take for the start of the path.
+  const size_t at = rest.rfind('@');
   if (at == absl::string_view::npos) return std::string(url);
   return absl::StrCat(url.substr(0, start), "***", rest.substr(at));
 }
@@ -141,6 +140,13 @@ absl::StatusOr<RedisEndpoint> ParseRedisUrl(absl::string_view url) {
     return Bad(url, "unknown scheme (rediss:// and TLS are not supported)");
   }
   const size_t slash = rest.find('/');
+  if (slash != absl::string_view::npos &&
+      rest.find('@', slash) != absl::string_view::npos) {
+    // Most likely a password with a '/': say so without echoing any part.
+    return Bad(url,
+               "'@' after the host; a '/' in the user or password must be "
+               "percent-encoded as %2F");
+  }
   absl::string_view authority = rest.substr(0, slash);
   if (slash != absl::string_view::npos) {
     absl::Status s = ParseDb(url, rest.substr(slash + 1), &ep);
@@ -178,6 +184,16 @@ absl::StatusOr<RedisEndpoint> ParseRedisUrl(absl::string_view url) {
       return Bad(url, absl::StrCat("the host \"", ep.host,
                                    "\" has a character a host name cannot"));
     }
+  }
+  if (!port_text.empty() &&
+      port_text.find_first_not_of("0123456789") != absl::string_view::npos) {
+    // Not echoed: "redis://user:password" (no "@host") puts a password
+    // here.
+    const size_t offset = static_cast<size_t>(port_text.data() - url.data());
+    return Bad(absl::StrCat(url.substr(0, offset), "***",
+                            url.substr(offset + port_text.size())),
+               "the port is not a number (a password needs \"@host\" after "
+               "it)");
   }
   if (!port_text.empty() && (!absl::SimpleAtoi(port_text, &ep.port) ||
                              ep.port < 1 || ep.port > 65535)) {

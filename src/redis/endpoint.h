@@ -31,10 +31,10 @@ struct RedisEndpoint {
 // showing the accepted forms.
 absl::StatusOr<RedisEndpoint> ParseRedisUrl(absl::string_view url);
 
-// `url` with its credentials replaced by "***" ("redis://***@host:1/0",
-// "unix://***@/path"), for messages and logs: whatever ParseRedisUrl would
-// take as the user and password (the part before the last '@' of the
-// authority; of a unix:// URL, before its last '@'), in any scheme.
+// `url` with everything between the scheme and its last '@' replaced by
+// "***" ("redis://***@host:1/0", "unix://***@/path"), for messages and
+// logs: it covers what ParseRedisUrl takes as the user and password, and a
+// password with an unencoded '/' too.
 std::string RedactRedisUrl(absl::string_view url);
 
 // Resolves a TCP endpoint's host to a numeric address once, on the calling

@@ -277,6 +277,23 @@ TEST_F(DirectLimiterTest, CreateRejectsBadInput) {
     ASSERT_FALSE(r.ok()) << cost;
     EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument) << cost;
   }
+  // A key longer than max_key_bytes (default 1 KiB) never becomes a Redis
+  // key.
+  d = good->TryAcquire(std::string(1025, 'k'));
+  ASSERT_FALSE(d.ok());
+  EXPECT_EQ(d.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(d.status().message(),
+              HasSubstr("key is 1025 bytes; it must be at most "
+                        "DirectLimiterOptions.max_key_bytes (1024)"));
+  EXPECT_TRUE(Keys("*kkkkkkkk*").empty());
+  d = good->TryAcquire(std::string(1024, 'k'));
+  ASSERT_TRUE(d.ok()) << d.status();
+  EXPECT_TRUE(d->allowed);
+  options.max_key_bytes = 65537;
+  l = DirectLimiter::Create(LimitSpec::Gcra(1, absl::Seconds(1)), options);
+  ASSERT_FALSE(l.ok());
+  EXPECT_THAT(l.status().message(),
+              HasSubstr("DirectLimiterOptions.max_key_bytes is 65537"));
   // 2^50 itself reaches Redis, which denies it (it can never fit).
   d = good->TryAcquire("huge", int64_t{1} << 50);
   ASSERT_TRUE(d.ok()) << d.status();

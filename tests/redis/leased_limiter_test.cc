@@ -643,6 +643,40 @@ TEST_F(LeasedLimiterTest, CreateRejectsBadOptions) {
   l = LeasedLimiter::Create(LimitSpec::Gcra(1, absl::Seconds(1)), options);
   ASSERT_FALSE(l.ok());
   EXPECT_THAT(l.status().message(), HasSubstr("LeasedLimiterOptions.max_keys"));
+  options.max_keys = 1 << 20;
+  options.max_key_bytes = 0;
+  l = LeasedLimiter::Create(LimitSpec::Gcra(1, absl::Seconds(1)), options);
+  ASSERT_FALSE(l.ok());
+  EXPECT_THAT(l.status().message(),
+              HasSubstr("LeasedLimiterOptions.max_key_bytes is 0"));
+}
+
+// A key longer than max_key_bytes is refused before it is stored or sent to
+// Redis.
+TEST_F(LeasedLimiterTest, KeysLongerThanMaxKeyBytesAreRefused) {
+  LeasedLimiterOptions options;
+  options.connection = NewConnection();
+  options.key_prefix = prefix();
+  options.max_key_bytes = 8;
+  auto l =
+      LeasedLimiter::Create(LimitSpec::Gcra(100, absl::Seconds(1)), options);
+  ASSERT_TRUE(l.ok()) << l.status();
+  const std::string too_long(9, 'k');
+  const Decision d = (*l)->TryAcquire(too_long);
+  EXPECT_FALSE(d.allowed);
+  EXPECT_EQ(d.source, DecisionSource::kInvalidArgument);
+  EXPECT_EQ(d.retry_after_ns, kNever);
+  auto h = (*l)->Resolve(too_long);
+  EXPECT_EQ(h.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(h.status().message(),
+              HasSubstr("at most LeasedLimiterOptions.max_key_bytes (8)"));
+  EXPECT_EQ((*l)->Inspect(too_long).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_TRUE((*l)->TryAcquire(std::string(8, 'k')).allowed);  // local credit
+  ASSERT_TRUE((*l)->Sync(absl::Seconds(10)).ok());
+  const LeaseStats s = (*l)->stats();
+  EXPECT_EQ(s.charges, 1u) << "only the 8-byte key reached Redis";
+  EXPECT_EQ(s.lease_requests, 0u);
 }
 
 // Sync is a synchronisation point with a deadline: against a frozen server

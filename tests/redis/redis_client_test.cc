@@ -106,13 +106,28 @@ TEST(EndpointTest, ErrorsNeverShowTheCredentials) {
         "redis://alice:s3cretPW@127.0.0.1:6379/x", "redis://s3cretPW@[::1:6379",
         "redis://:s3cretPW@h:0", "rediss://alice:s3cretPW@h:6379",
         "unix://alice:s3cretPW@rel/path", "unix://:s3cretPW@/tmp/r.sock?x=1",
-        "redis://alice:s3cretPW%zz@h", "alice:s3cretPW@h:6379"}) {
+        "redis://alice:s3cretPW%zz@h", "alice:s3cretPW@h:6379",
+        "redis://alice:s3cret/PW@h:6379", "REDIS://alice:s3cret/PW@h",
+        "redis://alice:s3cretPW/@h/0"}) {
     auto ep = ParseRedisUrl(bad);
     ASSERT_FALSE(ep.ok()) << bad;
-    EXPECT_THAT(ep.status().message(), Not(HasSubstr("s3cretPW"))) << bad;
+    EXPECT_THAT(ep.status().message(), Not(HasSubstr("s3cret"))) << bad;
+    EXPECT_THAT(ep.status().message(), Not(HasSubstr("PW"))) << bad;
     EXPECT_THAT(ep.status().message(), Not(HasSubstr("alice"))) << bad;
     EXPECT_THAT(ep.status().message(), HasSubstr("***@")) << bad;
   }
+}
+
+// A password without "@host" lands where the port goes: not echoed either.
+TEST(EndpointTest, ANonNumericPortIsNotEchoed) {
+  auto ep = ParseRedisUrl("redis://default:s3cretPW");
+  ASSERT_FALSE(ep.ok());
+  EXPECT_THAT(ep.status().message(), Not(HasSubstr("s3cretPW")));
+  EXPECT_THAT(ep.status().message(),
+              HasSubstr("redis://default:***\": the port is not a number"));
+  ep = ParseRedisUrl("redis://h:99999");  // a number: shown, it helps
+  ASSERT_FALSE(ep.ok());
+  EXPECT_THAT(ep.status().message(), HasSubstr("port \"99999\""));
 }
 
 TEST(EndpointTest, RedactKeepsEverythingButTheCredentials) {
@@ -121,7 +136,7 @@ TEST(EndpointTest, RedactKeepsEverythingButTheCredentials) {
   EXPECT_EQ(RedactRedisUrl("redis://pw@h/1"), "redis://***@h/1");
   EXPECT_EQ(RedactRedisUrl("redis://h:1/0"), "redis://h:1/0");
   EXPECT_EQ(RedactRedisUrl("redis://a:p@b@h:1"), "redis://***@h:1");
-  EXPECT_EQ(RedactRedisUrl("redis://h/db@x"), "redis://h/db@x");  // path
+  EXPECT_EQ(RedactRedisUrl("redis://a:p/w@h/0"), "redis://***@h/0");
   EXPECT_EQ(RedactRedisUrl("unix://:pw@/tmp/r.sock"), "unix://***@/tmp/r.sock");
   EXPECT_EQ(RedactRedisUrl("unix:///tmp/r.sock"), "unix:///tmp/r.sock");
   EXPECT_EQ(RedactRedisUrl("u:pw@h"), "***@h");
