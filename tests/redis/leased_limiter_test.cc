@@ -685,6 +685,11 @@ TEST_F(LeasedLimiterFaultTest, SyncFailsByItsDeadlineWhileRedisIsFrozen) {
   LeaseOptions lease;
   lease.cold_key_policy = ColdKeyPolicy::kDeny;
   auto limiter = Make(LimitSpec::Gcra(100, absl::Seconds(1)), lease);
+  // A lease answered first: the connection is up before the server freezes
+  // (otherwise, on a slow machine, the request can fail at once for want of
+  // a connection, and Sync finds nothing in flight).
+  EXPECT_FALSE(limiter->TryAcquire("warm").allowed);
+  Sync(*limiter);
   server().Pause();
   EXPECT_FALSE(limiter->TryAcquire("f").allowed);  // asks for a lease
   const absl::Status s = limiter->Sync(absl::Milliseconds(100));
