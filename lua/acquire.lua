@@ -44,7 +44,6 @@
 
 local ERR = 'ERR tokenlease acquire: '  -- prefix of the argument errors
 local N_ARG = 9  -- ARGV index of the band count
-local STRICT = false  -- lenient reading of states (lib/state.lua strict)
 --@include lib/args.lua head
 
 --@include lib/arith.lua

@@ -25,8 +25,8 @@
 --
 -- ALL OR NONE PER ITEM. An item reads (and type-checks, with redis.pcall)
 -- every key it touches before its first write, so its error replies (a
--- key of another type; STRICT: a value that is no tokenlease state, see
--- lib/state.lua strict) leave its keys as they were. It runs under pcall,
+-- key of another type; a value that is no tokenlease state, see
+-- lib/state.lua read) leave its keys as they were. It runs under pcall,
 -- so an error raised inside it (by the Lua, or by a redis.call) ends that
 -- item only, with an error reply, never the call: a raised error would
 -- otherwise end the script with the earlier items' writes kept. The
@@ -39,7 +39,6 @@
 
 local ERR = 'ERR tokenlease batch: '  -- prefix of the errors
 local N_ARG = 4  -- ARGV index of the band count
-local STRICT = true  -- a value that is no tokenlease state fails its item
 local MAX_ITEMS = 64  -- kMaxBatchItems (src/redis/script_call.h)
 --@include lib/args.lua head
 

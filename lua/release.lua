@@ -23,7 +23,6 @@
 
 local ERR = 'ERR tokenlease release: '  -- prefix of the argument errors
 local N_ARG = 6  -- ARGV index of the band count
-local STRICT = false  -- lenient reading of states (lib/state.lua strict)
 --@include lib/args.lua head
 
 --@include lib/arith.lua

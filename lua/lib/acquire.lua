@@ -4,8 +4,7 @@
 -- function (so a `return` here is the script's reply in acquire.lua and the
 -- item's in batch.lua). They use the script's locals: bands, nb, now, W,
 -- wanted, minimum, charge, max_debt, max_borrow, has_* and the helpers of
--- lib/args.lua and lib/arith.lua; STRICT (false in acquire.lua) is
--- batch.lua's stricter reading of states (lib/state.lua strict).
+-- lib/args.lua and lib/arith.lua.
 
 --@part band
 -- Inside the loop over the bands, after lib/band.lua: band i's table, the
@@ -39,7 +38,8 @@ else
                 burst = limit, offset = offset, aligned = anchor == 'aligned',
                 granule = granule, goff = goff, q = q, max_entries = max_entries,
                 total = 0, latest = 0, at = 0, count = 0, newest_score = false,
-                newest_tokens = false, newest_member = false, prune = false}
+                newest_tokens = false, newest_member = false, prune = false,
+                dead = 0}
   end
 end
 
@@ -108,10 +108,18 @@ if has_log then
     if s.count > 0 and s.newest_score > t then t = s.newest_score end
     return t
   end
+  -- The error reply of a member that is no "<score>:<tokens>" entry.
+  local function bad_member(key, m)
+    return {err = ERR .. 'key \'' .. key .. '\' holds the member \'' ..
+            string.sub(m, 1, 64) .. '\', not a tokenlease log entry; ' ..
+            'delete or rename it'}
+  end
   -- Loads band b's state into b; returns the error reply of a key of
-  -- another type (or, STRICT, of a corrupt state), else nothing. It only
-  -- reads: the expired entries are removed by prune_all, once every key of
-  -- the call (or item) has been read, so a failing read leaves no trace.
+  -- another type or of a corrupt state, else nothing. It only reads, and
+  -- it checks every member a later step of the call reads (the newest; the
+  -- two oldest live ones of a full log, which a grant folds): the expired
+  -- entries are removed by prune_all just before the first write, so a
+  -- failing call leaves no trace.
   local function load(b)
     -- ZCARD is the type check (an error reply on a key of another type).
     local count = rpcall('ZCARD', b.key)
@@ -122,17 +130,17 @@ if has_log then
     -- The meta "total latest".
     local key = b.meta
     --@include lib/state.lua read
-    --@include lib/state.lua strict
     local total, latest = x, y
     local s = b  -- the state lives in the band table
     s.total = 0; s.latest = now; s.at = 0; s.count = 0
     s.newest_score = false; s.newest_tokens = false; s.newest_member = false
-    s.prune = false
+    s.prune = false; s.dead = 0
     if total then
       s.total = total; s.latest = math.max(latest, now)
     else  -- no meta (deleted by hand?): count what the log holds
       for _, m in ipairs(rcall('ZRANGE', b.key, 0, -1)) do
         local _, tok = parse_member(m)
+        if not tok then return bad_member(b.key, m) end
         s.total = s.total + tok
       end
     end
@@ -145,10 +153,12 @@ if has_log then
       local dead = rcall('ZRANGEBYSCORE', b.key, '-inf', kmax)
       for _, m in ipairs(dead) do
         local _, tok = parse_member(m)
+        if not tok then return bad_member(b.key, m) end
         s.total = s.total - tok
       end
       if #dead > 0 then
         s.prune = kmax  -- prune_all removes exactly `dead`
+        s.dead = #dead  -- until then, the live entries start at index #dead
         count = count - #dead
       end
     end
@@ -160,14 +170,16 @@ if has_log then
       local last = rcall('ZRANGE', b.key, -1, -1)
       s.newest_score, s.newest_tokens = parse_member(last[1])
       s.newest_member = last[1]
-      if STRICT and not s.newest_tokens then
-        return {err = ERR .. 'key \'' .. b.key .. '\' holds the member \'' ..
-                string.sub(last[1], 1, 64) .. '\', not a tokenlease log entry; ' ..
-                'delete or rename it'}
+      if not s.newest_tokens then return bad_member(b.key, last[1]) end
+      if count > b.max_entries then  -- a grant folds the two oldest
+        for _, m in ipairs(rcall('ZRANGE', b.key, s.dead, s.dead + 1)) do
+          if not parse_member(m) then return bad_member(b.key, m) end
+        end
       end
     end
   end
-  -- Removes the expired entries the loads found (after every load).
+  -- Removes the expired entries the loads found: just before the call's
+  -- (or item's) first write.
   local function prune_all()
     for i = 1, nb do
       local b = bands[i]
@@ -185,11 +197,14 @@ if has_log then
     if cost > b.limit then return false, rem, -1, newest end
     local must = s.total + cost - b.limit
     local expired, from = 0, 0
+    -- Reads only (the expired entries are still there: skipped). A foreign
+    -- member is the error reply, as the 5th value.
     while from < s.count do  -- bounded: at most max_log_entries + 1 entries
-      local page = rcall('ZRANGE', b.key, from, from + 127)
+      local page = rcall('ZRANGE', b.key, s.dead + from, s.dead + from + 127)
       if #page == 0 then break end
       for _, m in ipairs(page) do
         local sc, tok = parse_member(m)
+        if not tok then return false, rem, 0, newest, bad_member(b.key, m) end
         expired = expired + tok
         if expired >= must then
           local w = log_left(b, sc, now)
@@ -246,7 +261,7 @@ end
 
 --@part load
 -- Load every band's state: reads only (the first error reply leaves every
--- key as it was), then the logs' pruning.
+-- key as it was). The logs' pruning waits for the first write.
 
 -- The state of a band lives in its table (fewer tables per call): states[i]
 -- is bands[i].
@@ -260,7 +275,6 @@ for i = 1, nb do
   else
     local key = b.key
     --@include lib/state.lua read
-    --@include lib/state.lua strict
     if kind == 'gcra' then
       local t, f, l = x, y, z
       local far, d, tn = false, 0, 0
@@ -312,8 +326,6 @@ for i = 1, nb do
     end
   end
 end
--- Every key is read (and type-checked): the first write may come.
-if has_log then LOG.prune_all() end
 
 --@part commit
 -- Stores the grant of `cost` (x: gcra the new debt, step the tokens after).
@@ -344,6 +356,7 @@ end
 
 --@part charge
 if charge == 1 then
+  if has_log then LOG.prune_all() end  -- every key read: writes may come
   local charged, remaining, reset = wanted, nil, 0
   for i = 1, nb do
     local b, s = bands[i], states[i]
@@ -519,6 +532,7 @@ if admitted then
     end
     if ok then lo = mid else hi = mid - 1 end
   end
+  if has_log then LOG.prune_all() end  -- every key read: writes may come
   local remaining, reset, wait = nil, 0, 0
   for i = 1, nb do
     local b, s = bands[i], states[i]
@@ -533,17 +547,20 @@ if admitted then
 end
 
 -- Denied: nothing is charged; bands that would have admitted report their
--- state without this request, the others how long until it fits.
+-- state without this request, the others how long until it fits. The
+-- evaluations only read (a log's 5th value: the error reply of a foreign
+-- member found looking for the entry that frees room).
 local remaining, reset, retry = nil, 0, 0
 for i = 1, nb do
   local b, s = bands[i], states[i]
-  local admit, rem, w, rst = eval(b, s, minimum)
-  if admit then admit, rem, w, rst = eval(b, s, 0) end
+  local admit, rem, w, rst, e = eval(b, s, minimum)
+  if admit then admit, rem, w, rst, e = eval(b, s, 0) end
+  if not admit and e then return e end
   if remaining == nil or rem < remaining then remaining = rem end
   if rst > reset then reset = rst end
   if not admit and retry ~= -1 then
     if w == -1 then retry = -1 elseif w > retry then retry = w end
   end
 end
-if has_log then LOG.save_all() end
+if has_log then LOG.prune_all(); LOG.save_all() end
 return {0, remaining, retry, reset, now, 0}

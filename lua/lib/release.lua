@@ -5,7 +5,7 @@
 -- batch.lua). They use the script's locals: bands, nb, now, amount,
 -- granted_at, dedup (the dedup key), max_borrow, st (a table for the
 -- states read), h (part horizon), parse_member, log_left, log_rec (part
--- log_rec), STRICT and the helpers of lib/args.lua and lib/arith.lua.
+-- log_rec) and the helpers of lib/args.lua and lib/arith.lua.
 
 --@part horizon
 -- How long after its grant a lease may still be released: until the band
@@ -47,9 +47,12 @@ log_rec = function(b)
 end
 
 --@part read
--- Read every state first: the reads are the type checks (a failing call
--- marks nothing as applied). A log band's first entry at or after the
--- grant's record is read here too (ZRANGEBYSCORE fails on a wrong type).
+-- Read and check every state first: the reads are the type checks, and a
+-- value that is no tokenlease state is the error reply (lib/state.lua
+-- read), so a failing call writes nothing and marks nothing as applied. A
+-- log band's first entry at or after the grant's record is read here too
+-- (ZRANGEBYSCORE fails on a wrong type), and its two newest entries are
+-- checked (the apply reads the newest left after taking from the first).
 -- st[3i-2..3i] = the state's numbers (log: total, latest, first entry).
 for i = 1, nb do
   local b = bands[i]
@@ -62,15 +65,18 @@ for i = 1, nb do
       local want = 'zset'
       --@include lib/state.lua wrongtype
     end
-    if STRICT and #first > 0 and not parse_member(first[1]) then
-      return {err = ERR .. 'key \'' .. key .. '\' holds the member \'' ..
-              string.sub(first[1], 1, 64) .. '\', not a tokenlease log entry; ' ..
-              'delete or rename it'}
+    local check = rcall('ZRANGE', key, -2, -1)
+    check[#check + 1] = first[1]
+    for _, m in ipairs(check) do
+      if not parse_member(m) then
+        return {err = ERR .. 'key \'' .. key .. '\' holds the member \'' ..
+                string.sub(m, 1, 64) .. '\', not a tokenlease log entry; ' ..
+                'delete or rename it'}
+      end
     end
     key = b.meta
   end
   --@include lib/state.lua read
-  --@include lib/state.lua strict
   if first then z = first end
   st[3 * i - 2] = x or false; st[3 * i - 1] = y or false; st[3 * i] = z or false
 end

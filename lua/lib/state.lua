@@ -1,15 +1,20 @@
 -- lib/state.lua: a band's state in Redis, as acquire.lua, release.lua and
 -- batch.lua read, bring up to date and write it, in parts (`--@include
 -- lib/state.lua <part>`). They use the script's locals rcall, rpcall,
--- smatch, sformat, tonumber, dceil, dfloor, muldiv, now, MARGIN_MS, ERR and
--- STRICT.
+-- smatch, sformat, tonumber, dceil, dfloor, muldiv, now, MARGIN_MS and ERR,
+-- and the band b.
 
 --@part read
--- The string state "n1 n2 [n3]" of `key` in x, y, z (nil if the key does
--- not exist); str is the value. The usual layout takes one string.match;
--- anything else is split on whitespace as before (unless STRICT). A key of
--- another type returns the WRONGTYPE error reply (from the script, or from
--- the function this is in: its caller returns the reply).
+-- The string state "n1 n2 [n3]" of `key` (band b's, or a log's meta key) in
+-- x, y, z (nil if the key does not exist); str is the value. A value that
+-- is not a state a tokenlease band of b's kind stores is the error reply,
+-- naming the key, before anything is written: decimal integers below 2^53
+-- in magnitude, two of them (a sliding counter: three; GCRA: two or three),
+-- and in range for the kind (a count or a total is not negative, a GCRA
+-- fraction f is in [0, l)). Never read as no state: a corrupt bucket must
+-- not become a full one. A key of another type returns the WRONGTYPE error
+-- reply (from the script, or from the function this is in: its caller
+-- returns the reply).
 local x, y, z
 local str = rpcall('GET', key)
 if str then
@@ -17,36 +22,24 @@ if str then
     local want = 'string'
     --@include lib/state.lua wrongtype
   end
-  x, y, z = smatch(str, '^(%S+) (%S+) ?(%S*)$')
+  x, y, z = smatch(str, '^(-?%d+) (-?%d+) ?(-?%d*)$')
   if x then
     x, y = tonumber(x), tonumber(y)
-    if z == '' then z = nil
-    else
-      z = tonumber(z)
-      if z == nil then x = nil end
-    end
+    if z == '' then z = nil else z = tonumber(z) or false end
   end
-  if not (x and y or STRICT) then  -- STRICT: see the part strict
-    local out = {}
-    for w in string.gmatch(str, '%S+') do out[#out + 1] = tonumber(w) end
-    x, y, z = out[1], out[2], out[3]
+  local kind = b.kind
+  if not (x and y and z ~= false and
+      x > -9007199254740992 and x < 9007199254740992 and
+      y > -9007199254740992 and y < 9007199254740992 and
+      (z == nil or z > -9007199254740992 and z < 9007199254740992) and
+      (kind == 'step' and z == nil or
+       kind == 'gcra' and y >= 0 and (z == nil or z >= 1 and y < z) or
+       kind == 'fixed' and y >= 0 and z == nil or
+       kind == 'counter' and y >= 0 and z and z >= 0 or
+       kind == 'log' and x >= 0 and z == nil)) then
+    return {err = ERR .. 'key \'' .. key .. '\' holds \'' .. string.sub(str, 1, 64) ..
+            '\', not a tokenlease state; delete or rename it'}
   end
-end
-
---@part strict
--- After the part read, for band b (`key` is its state key, or a log's meta
--- key). STRICT (batch.lua; false in acquire.lua and release.lua, which take
--- an unreadable value as no state, and may fail on a half-readable one
--- only after writing): a value that is not a state a tokenlease band of
--- b's kind stores, two or three numbers below 2^53 in magnitude (a sliding
--- counter's three), is the error reply, before anything is written.
-if STRICT and str and not (x and y and
-    x > -9007199254740992 and x < 9007199254740992 and
-    y > -9007199254740992 and y < 9007199254740992 and
-    (z == nil and b.kind ~= 'counter' or
-     z and z > -9007199254740992 and z < 9007199254740992)) then
-  return {err = ERR .. 'key \'' .. key .. '\' holds \'' .. string.sub(str, 1, 64) ..
-          '\', not a tokenlease state; delete or rename it'}
 end
 
 --@part wrongtype

@@ -33,12 +33,20 @@ internal::AcquireResult ScriptAcquire(SyncClient& client, const LimitSpec& spec,
   return r.ok() ? *r : internal::AcquireResult{};
 }
 
+absl::StatusOr<int64_t> TryScriptRelease(SyncClient& client,
+                                         const LimitSpec& spec,
+                                         std::string_view prefix,
+                                         std::string_view name,
+                                         const internal::ReleaseArgs& args) {
+  return internal::ParseReleaseReply(
+      client.Eval(internal::lua::kReleaseScript,
+                  internal::ReleaseArguments(spec, prefix, name, args)));
+}
+
 int64_t ScriptRelease(SyncClient& client, const LimitSpec& spec,
                       std::string_view prefix, std::string_view name,
                       const internal::ReleaseArgs& args) {
-  auto r = internal::ParseReleaseReply(
-      client.Eval(internal::lua::kReleaseScript,
-                  internal::ReleaseArguments(spec, prefix, name, args)));
+  auto r = TryScriptRelease(client, spec, prefix, name, args);
   EXPECT_TRUE(r.ok()) << r.status();
   return r.ok() ? *r : -1;
 }

@@ -31,8 +31,15 @@ internal::AcquireResult ScriptAcquire(SyncClient& client, const LimitSpec& spec,
                                       std::string_view name,
                                       const internal::AcquireArgs& args);
 
-// EVAL of the release script: the tokens given back (-1 and a test failure
-// on an error).
+// EVAL of the release script for key `name` under `prefix`: the tokens
+// given back, or the error.
+absl::StatusOr<int64_t> TryScriptRelease(SyncClient& client,
+                                         const LimitSpec& spec,
+                                         std::string_view prefix,
+                                         std::string_view name,
+                                         const internal::ReleaseArgs& args);
+
+// TryScriptRelease that must succeed: -1 and a test failure on an error.
 int64_t ScriptRelease(SyncClient& client, const LimitSpec& spec,
                       std::string_view prefix, std::string_view name,
                       const internal::ReleaseArgs& args);
