@@ -4,7 +4,9 @@
 -- so every quantity is kept below 2^53 (ValidateScriptSpec bounds the spec).
 --
 -- KEYS: per band i (0-based, in order) "{tag}:b<i>"; a sliding_log band
---       also has "{tag}:b<i>:m" right after it.
+--       also has "{tag}:b<i>:m" right after it. Optionally last, a lease
+--       key "{tag}:r:<lease_id>": a grant is recorded there for release.lua
+--       (not with charge=1).
 -- ARGV: 1 "1" (protocol), 2 now_us (-1 = TIME), 3 wanted, 4 minimum,
 --       5 max_wait_us, 6 charge (0/1), 7 max_debt, 8 max_borrow_us,
 --       9 band count n, then 9 fields per band: algorithm, limit, period_us,
@@ -80,12 +82,26 @@ for i = 1, nb do
   --@include lib/band.lua
   --@include lib/acquire.lua band
 end
-if #KEYS ~= k - 1 then
-  return {err = ERR .. 'expected ' .. (k - 1) .. ' keys, got ' .. #KEYS}
+local grant_key = false  -- where a grant is recorded for its release
+if #KEYS == k then
+  grant_key = KEYS[k]
+  local bkey = KEYS[1]
+  --@include lib/args.lua lease_key
+  if charge == 1 then
+    return {err = ERR .. 'a charge records no grant: send no lease key (' ..
+            (k - 1) .. ' keys)'}
+  end
+elseif #KEYS ~= k - 1 then
+  return {err = ERR .. 'expected ' .. (k - 1) .. ' keys (' .. k ..
+          ' with a lease key), got ' .. #KEYS}
 end
 
 --@include lib/args.lua now
 local W = max_wait < max_borrow and max_wait or max_borrow
+local h = 0  -- a recorded grant's lifetime: its release horizon
+if grant_key then
+  --@include lib/release.lua horizon
+end
 
 --@include lib/acquire.lua helpers
 

@@ -6,12 +6,14 @@
 --
 -- KEYS: per item, in order: an acquire or charge item, the limit's band
 --       keys as acquire.lua takes them ("{tag}:b<i>", and "{tag}:b<i>:m"
---       right after a sliding_log band's); a release item, the same, then
---       its dedup key "{tag}:r:<lease_id>".
+--       right after a sliding_log band's); a lease or release item, the
+--       same, then its lease key "{tag}:r:<lease_id>".
 -- ARGV: 1 "1" (protocol), 2 now_us (-1 = TIME, read once for the call),
 --       3 max_borrow_us, 4 band count n, then 9 fields per band (as in
 --       acquire.lua), then the item count m (0 to MAX_ITEMS), then per item
 --       its op and fields: "acquire" wanted minimum max_wait_us |
+--       "lease" wanted minimum max_wait_us (an acquire that records its
+--       grant under the lease key, as acquire.lua with a lease key) |
 --       "charge" amount max_debt | "release" amount granted_at_us.
 -- Reply: m elements, element j answering item j: acquire.lua's 6 integers
 --        (acquire and charge items), release.lua's integer, or an error
@@ -75,6 +77,7 @@ local ai, nk = im + 1, 0  -- ARGV index of the next item, keys so far
 for j = 1, m do
   local op = A[ai]
   if op == 'acquire' then ai = ai + 4; nk = nk + ka
+  elseif op == 'lease' then ai = ai + 4; nk = nk + ka + 1
   elseif op == 'charge' then ai = ai + 3; nk = nk + ka
   elseif op == 'release' then ai = ai + 3; nk = nk + ka + 1
   elseif op == nil then
@@ -82,7 +85,7 @@ for j = 1, m do
             m .. ' items'}
   else
     return {err = ERR .. 'items[' .. (j - 1) .. '].op is \'' .. tostring(op) ..
-            '\'; acquire, charge or release'}
+            '\'; acquire, lease, charge or release'}
   end
 end
 if #A ~= ai - 1 then
@@ -98,7 +101,12 @@ end
 -- The arguments of the item being run: the locals of acquire.lua and
 -- release.lua that lib/acquire.lua and lib/release.lua use.
 local W, wanted, minimum, charge, max_debt = 0, 0, 0, 0, 0
-local amount, granted_at, dedup = 0, 0, false
+local amount, granted_at, dedup, grant_key = 0, 0, false, false
+
+-- The release horizon h (from the spec: once per call): a lease item's
+-- record lives that long, and a release item applies within it.
+local h = 0
+--@include lib/release.lua horizon
 
 --@include lib/acquire.lua helpers
 
@@ -116,9 +124,7 @@ local function acquire_item()
   --@include lib/acquire.lua decide
 end
 
--- The release horizon h (from the spec: once per call) and where a grant
--- was recorded in a log (log_rec).
---@include lib/release.lua horizon
+-- Where a grant was recorded in a log (log_rec).
 local log_rec
 if has_log then
   --@include lib/release.lua log_rec
@@ -133,6 +139,11 @@ local function release_item()
   --@include lib/release.lua read
 
   --@include lib/release.lua apply
+end
+
+-- A lease item's lease key error reply (as acquire.lua words it), or nil.
+local function lease_key_error(grant_key, bkey)
+  --@include lib/args.lua lease_key
 end
 
 -- An item's argument error (as acquire.lua and release.lua word theirs).
@@ -152,14 +163,20 @@ for j = 1, m do
     if b.kind == 'log' then b.meta = KEYS[kk]; kk = kk + 1 end
   end
   local v1, v2, ok, r = A[ai + 1], A[ai + 2]
-  if op == 'acquire' then
+  grant_key = false
+  if op == 'acquire' or op == 'lease' then
     local v3 = A[ai + 3]
     ai = ai + 4
+    if op == 'lease' then
+      grant_key = KEYS[kk]; kk = kk + 1
+      r = lease_key_error(grant_key, bands[1].key)
+    end
     wanted = v1 == '1' and 1 or int_arg(v1, 0, 1125899906842624)
     minimum = wanted and
               ((v2 == '1' and wanted >= 1) and 1 or int_arg(v2, 0, wanted))
     local max_wait = v3 == '0' and 0 or int_arg(v3, 0, 4503599627370496)
-    if not wanted then r = bad_arg(j, 'wanted', v1, '[0, 1125899906842624]')
+    if r then  -- the lease key's error
+    elseif not wanted then r = bad_arg(j, 'wanted', v1, '[0, 1125899906842624]')
     elseif not minimum then
       r = bad_arg(j, 'minimum', v2, '[0, ' .. sformat('%.0f', wanted) .. ']')
     elseif not max_wait then
@@ -183,9 +200,11 @@ for j = 1, m do
   else  -- release
     ai = ai + 3
     dedup = KEYS[kk]; kk = kk + 1
+    r = lease_key_error(dedup, bands[1].key)
     amount = v1 == '1' and 1 or int_arg(v1, 0, 1125899906842624)
     granted_at = int_arg(v2, 0, 4503599627370496)
-    if not amount then r = bad_arg(j, 'amount', v1, '[0, 1125899906842624]')
+    if r then  -- the lease key's error
+    elseif not amount then r = bad_arg(j, 'amount', v1, '[0, 1125899906842624]')
     elseif not granted_at then
       r = bad_arg(j, 'granted_at_us', v2, '[0, 4503599627370496]')
     else

@@ -1,13 +1,15 @@
 -- tokenlease release, protocol 1. docs/lua-protocol.md is the contract.
--- Gives back unused tokens of one grant, at most once per lease id.
+-- Gives back unused tokens of one grant: at most what acquire.lua recorded
+-- under the lease key, and at most once (the record goes).
 --
--- KEYS: the acquire keys of the limit (same order), then the lease's dedup
---       key "{tag}:r:<lease_id>".
+-- KEYS: the acquire keys of the limit (same order), then the lease key
+--       "{tag}:r:<lease_id>" the grant was recorded under.
 -- ARGV: 1 "1" (protocol), 2 now_us (-1 = TIME), 3 amount, 4 granted_at_us
---       (the now_us of the acquire reply that granted them),
---       5 max_borrow_us, 6 band count n, then 9 fields per band as acquire.
--- Reply: tokens returned (the smallest credit over the bands; 0 if the lease
---        id was already applied or the grant is past its release horizon).
+--       (checked, not used: the recorded grant time is), 5 max_borrow_us,
+--       6 band count n, then 9 fields per band as acquire.
+-- Reply: tokens returned (the smallest credit over the bands; 0 if no grant
+--        is recorded under the key: none made, released already,
+--        or past its release horizon).
 --
 -- ASSEMBLED at build time like acquire.lua (`--@include` lines: parts of
 -- lua/lib/ shared with it and batch.lua; lib/release.lua is the body of this
@@ -17,8 +19,8 @@
 -- PERFORMANCE NOTES: see acquire.lua (few closures and tables, constants
 -- as literals: 2^51 = 2251799813685248, 2^52 = 4503599627370496; `%`
 -- divisions below 2^52; '%d' formatting; numbers passed to redis.call as
--- numbers). Every state is read before the dedup key is set (so a failing
--- call marks nothing as applied), and the reads double as the type checks
+-- numbers). Every state is read before the record is changed (so a failing
+-- call uses up nothing), and the reads double as the type checks
 -- (GET / ZRANGEBYSCORE fail on a key of another type): no TYPE calls.
 
 local ERR = 'ERR tokenlease release: '  -- prefix of the argument errors
@@ -59,9 +61,15 @@ if #KEYS ~= k then
   return {err = ERR .. 'expected ' .. k .. ' keys, got ' .. #KEYS}
 end
 local dedup = KEYS[k]
+do  -- the lease key must be under the limit's own tag: never read as a
+    -- record (and deleted) elsewhere
+  local grant_key, bkey = dedup, KEYS[1]
+  --@include lib/args.lua lease_key
+end
 
 --@include lib/args.lua now
 
+local h = 0
 --@include lib/release.lua horizon
 --@include lib/release.lua start
 

@@ -3,8 +3,9 @@
 -- the load and the decision once per acquire or charge item, inside a
 -- function (so a `return` here is the script's reply in acquire.lua and the
 -- item's in batch.lua). They use the script's locals: bands, nb, now, W,
--- wanted, minimum, charge, max_debt, max_borrow, has_* and the helpers of
--- lib/args.lua and lib/arith.lua.
+-- wanted, minimum, charge, max_debt, max_borrow, grant_key (false, or the
+-- lease key to record a grant under) and h (the release horizon, with a
+-- grant_key), has_* and the helpers of lib/args.lua and lib/arith.lua.
 
 --@part band
 -- Inside the loop over the bands, after lib/band.lua: band i's table, the
@@ -543,6 +544,13 @@ if admitted then
     if w > wait then wait = w end
   end
   if has_log then LOG.save_all() end
+  if grant_key and lo > 0 then
+    -- The grant, for release.lua (lib/release.lua start): "<tokens>
+    -- <now_us>" until its release horizon. '%d' is exact: both < 2^53.
+    local ms = dceil(h, 1000) + MARGIN_MS
+    rcall('SET', grant_key, sformat('%d %d', lo, now), 'PX',
+          ms < 1e17 and ms or sformat('%.0f', ms))
+  end
   return {lo, remaining, 0, reset, now, wait}
 end
 

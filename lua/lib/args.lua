@@ -9,6 +9,16 @@ local tonumber = tonumber
 local rcall, rpcall = redis.call, redis.pcall
 local smatch, sformat = string.match, string.format
 
+--@part lease_key
+-- grant_key (a lease key) must be "<tag>:r:<lease_id>" with the tag of the
+-- limit's band 0 key bkey ("<tag>:b0"): a grant is never recorded over,
+-- read from or deleted with another key. The error reply if not.
+if #grant_key <= #bkey or
+   string.sub(grant_key, 1, #bkey) ~= string.sub(bkey, 1, -4) .. ':r:' then
+  return {err = ERR .. 'the lease key is \'' .. string.sub(grant_key, 1, 128) ..
+          '\'; it must be \'' .. string.sub(bkey, 1, -4) .. ':r:<lease_id>\''}
+end
+
 --@part arguments
 -- An integer argument in [lo, hi], or nil.
 local function int_arg(v, lo, hi)

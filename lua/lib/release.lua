@@ -3,14 +3,15 @@
 -- start, read and apply once per release item, inside a function (so a
 -- `return` here is the script's reply in release.lua and the item's in
 -- batch.lua). They use the script's locals: bands, nb, now, amount,
--- granted_at, dedup (the dedup key), max_borrow, st (a table for the
--- states read), h (part horizon), parse_member, log_left, log_rec (part
+-- granted_at, dedup (the lease key, where acquire.lua recorded the grant),
+-- max_borrow, st (a table for the states read), h (declared 0 by the
+-- script, set by the part horizon), parse_member, log_left, log_rec (part
 -- log_rec) and the helpers of lib/args.lua and lib/arith.lua.
 
 --@part horizon
--- How long after its grant a lease may still be released: until the band
--- would have recovered the tokens anyway.
-local h = 0
+-- h = how long after its grant a lease may still be released: until the
+-- band would have recovered the tokens anyway (the longest over the bands).
+-- acquire.lua keeps a grant's record that long.
 for i = 1, nb do
   local b = bands[i]
   local kind, x = b.kind
@@ -27,6 +28,27 @@ for i = 1, nb do
 end
 
 --@part start
+-- The grant recorded under the lease key (acquire.lua with a lease key,
+-- batch.lua's lease op): "<tokens granted> <granted_at_us>". No record,
+-- nothing to give back: never granted under this key, released already,
+-- or past its release horizon. At most the recorded tokens go back, into
+-- the window of the recorded grant time (ARGV's granted_at_us is not
+-- used).
+local grant = rpcall('GET', dedup)
+if not grant then return 0 end
+if grant.err then
+  local key, want = dedup, 'string'
+  --@include lib/state.lua wrongtype
+end
+local gn, gt = smatch(grant, '^(%d+) (-?%d+)$')
+gn, gt = tonumber(gn), tonumber(gt)
+if not (gn and gt and gn < 9007199254740992 and gt > -9007199254740992 and
+        gt < 9007199254740992) then
+  return {err = ERR .. 'key \'' .. dedup .. '\' holds \'' .. string.sub(grant, 1, 64) ..
+          '\', not a tokenlease grant record; delete or rename it'}
+end
+if amount > gn then amount = gn end
+granted_at = gt
 -- The time left to release the grant; nothing to do once it is past.
 local left = granted_at + h - now
 if amount == 0 or left <= 0 then return 0 end
@@ -83,14 +105,9 @@ end
 
 
 --@part apply
--- At most once: the dedup key outlives every release that could still apply.
--- (Redis formats a number argument with %.17g: exact, no exponent below
--- 1e17; beyond, only from nonsense input, '%.0f' as before.)
-local dedup_ms = dceil(left, 1000) + MARGIN_MS
-if dedup_ms >= 1e17 then dedup_ms = sformat('%.0f', dedup_ms) end
-if not rcall('SET', dedup, '1', 'NX', 'PX', dedup_ms) then
-  return 0
-end
+-- At most once: the record goes with the first release that applies, so a
+-- release sent twice (a retry) gives back nothing the second time.
+rcall('DEL', dedup)
 
 -- Gives back up to `amount` tokens to each band (its state x, y, z as
 -- read); the smallest credit is returned.

@@ -62,6 +62,10 @@ void LeaseBook::Lease(LeaseEntry* e, int64_t now, LeaseCalls* out) {
   AcquireArgs args;
   args.wanted = ask.wanted;
   args.minimum = ask.minimum;
+  // The id its grant will have (ApplyGrant): Redis records the grant under
+  // it, and a return gives back at most that grant. Only one request per
+  // key is in flight; a refused or lost one leaves the id to the next.
+  args.lease_id = LeaseId(r, r.lease_seq + 1);
   r.request_in_flight = true;
   r.requested_at_ns = now;
   r.last_active_ns = now;
@@ -146,9 +150,8 @@ void LeaseBook::ApplyGrant(LeaseEntry* e, const AcquireResult& res,
   rec.lease_size =
       AdaptTarget(sizing_, std::max<int64_t>(rec.lease_size, 1), ran_dry, 0);
   ++rec.lease_seq;
-  std::string merged_id = std::exchange(
-      rec.lease_id,
-      absl::StrCat(instance_id_, ":", rec.id, ":", rec.lease_seq));
+  std::string merged_id =
+      std::exchange(rec.lease_id, LeaseId(rec, rec.lease_seq));
   const int64_t merged_granted_at_us =
       std::exchange(rec.granted_at_us, res.now_us);
   const int64_t merged_granted = std::exchange(rec.lease_granted, res.granted);

@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
 #include "base/spare_blocks.h"
 #include "leased/lease_entry.h"
 #include "leased/lease_sizer.h"
@@ -185,6 +186,10 @@ class LeaseBook {
   // `background`: from the charge queue, a retry or the graveyard (sent
   // after leases); else made with the key's lease call (sent before it).
   void Charge(LeaseEntry* e, LeaseCalls* out, bool background = false);
+  // The id of this key's lease number `seq` (unique per instance and grant).
+  std::string LeaseId(const LeaseRecord& rec, uint64_t seq) const {
+    return absl::StrCat(instance_id_, ":", rec.id, ":", seq);
+  }
   void Release(LeaseEntry* e, const std::string& lease_id,
                int64_t granted_at_us, int64_t amount, LeaseCalls* out);
   void ScheduleExpiry(LeaseEntry* e);

@@ -55,6 +55,7 @@ absl::Status RedisLeaseTransport::SubmitBatch(std::span<const BatchItem> items,
     args.max_wait_us = item.max_wait_us;
     args.charge = item.op == BatchItem::Op::kCharge;
     args.max_debt = item.max_debt;
+    args.lease_id = item.lease_id;
     return batch_->SubmitScript(
         kAcquireScript, AcquireArguments(spec_, key_prefix_, item.name, args),
         std::move(one));

@@ -221,6 +221,13 @@ std::string LimitKeyTag(std::string_view prefix, std::string_view name) {
   return tag;
 }
 
+std::string LeaseKey(std::string_view prefix, std::string_view name,
+                     std::string_view lease_id) {
+  std::string key = LimitKeyTag(prefix, name);
+  key.append(":r:").append(lease_id);
+  return key;
+}
+
 std::vector<std::string> BandKeys(const LimitSpec& spec,
                                   std::string_view prefix,
                                   std::string_view name) {
@@ -239,7 +246,10 @@ std::vector<std::string> AcquireArguments(const LimitSpec& spec,
                                           std::string_view prefix,
                                           std::string_view name,
                                           const AcquireArgs& args) {
-  const std::vector<std::string> keys = BandKeys(spec, prefix, name);
+  std::vector<std::string> keys = BandKeys(spec, prefix, name);
+  if (!args.lease_id.empty() && !args.charge) {
+    keys.push_back(LeaseKey(prefix, name, args.lease_id));
+  }
   std::vector<std::string> out;
   out.reserve(1 + keys.size() + 9 + 9 * spec.bands.size());
   out.push_back(absl::StrCat(keys.size()));
@@ -260,7 +270,7 @@ std::vector<std::string> ReleaseArguments(const LimitSpec& spec,
                                           std::string_view name,
                                           const ReleaseArgs& args) {
   std::vector<std::string> keys = BandKeys(spec, prefix, name);
-  keys.push_back(absl::StrCat(LimitKeyTag(prefix, name), ":r:", args.lease_id));
+  keys.push_back(LeaseKey(prefix, name, args.lease_id));
   std::vector<std::string> out;
   out.push_back(absl::StrCat(keys.size()));
   out.insert(out.end(), keys.begin(), keys.end());
@@ -288,6 +298,7 @@ BatchItem BatchItem::Acquire(std::string name, const AcquireArgs& args) {
   item.minimum = args.minimum;
   item.max_wait_us = args.max_wait_us;
   item.max_debt = args.max_debt;
+  if (!args.charge) item.lease_id = args.lease_id;
   return item;
 }
 
@@ -319,7 +330,10 @@ std::vector<std::string> BatchArguments(const LimitSpec& spec,
                 std::make_move_iterator(item_keys.end()));
     switch (item.op) {
       case BatchItem::Op::kAcquire:
-        args.push_back("acquire");
+        if (!item.lease_id.empty()) {
+          keys.push_back(LeaseKey(prefix, item.name, item.lease_id));
+        }
+        args.push_back(item.lease_id.empty() ? "acquire" : "lease");
         args.push_back(absl::StrCat(item.wanted));
         args.push_back(absl::StrCat(item.minimum));
         args.push_back(absl::StrCat(item.max_wait_us));
@@ -330,8 +344,7 @@ std::vector<std::string> BatchArguments(const LimitSpec& spec,
         args.push_back(absl::StrCat(item.max_debt));
         break;
       case BatchItem::Op::kRelease:
-        keys.push_back(
-            absl::StrCat(LimitKeyTag(prefix, item.name), ":r:", item.lease_id));
+        keys.push_back(LeaseKey(prefix, item.name, item.lease_id));
         args.push_back("release");
         args.push_back(absl::StrCat(item.amount));
         args.push_back(absl::StrCat(item.granted_at_us));

@@ -39,6 +39,10 @@ struct AcquireArgs {
                             // by max_debt
   int64_t max_debt = 0;     // tokens the limit may go below empty by a charge
   int64_t now_us = -1;      // -1: the script reads Redis TIME; else explicit
+  // Non-empty (not with charge): the script records a grant under the lease
+  // key "<tag>:r:<lease_id>" until its release horizon; a release with the
+  // same id gives back at most that grant. Unique per grant.
+  std::string lease_id;
 };
 
 struct AcquireResult {
@@ -50,12 +54,12 @@ struct AcquireResult {
 };
 
 struct ReleaseArgs {
-  int64_t amount = 0;         // unused tokens to give back
-  std::string lease_id;       // unique per grant; a release with an id already
-                              // applied returns 0 and changes nothing
+  int64_t amount = 0;         // unused tokens to give back (at most what is
+                              // left of the grant recorded under lease_id)
+  std::string lease_id;       // the AcquireArgs::lease_id of the grant
   int64_t granted_at_us = 0;  // the now_us of the acquire reply that granted
-                              // them (windows only give back into the same
-                              // window)
+                              // them (checked for range; the script uses the
+                              // recorded time)
   int64_t now_us = -1;
 };
 
@@ -66,6 +70,9 @@ absl::Status ValidateKeyPrefix(std::string_view field, std::string_view prefix);
 
 // The hash tag every key of limit `name` shares: "{<prefix><name>}".
 std::string LimitKeyTag(std::string_view prefix, std::string_view name);
+// The key a grant with `lease_id` is recorded under: "<tag>:r:<lease_id>".
+std::string LeaseKey(std::string_view prefix, std::string_view name,
+                     std::string_view lease_id);
 // The keys of the acquire script, in order: "<tag>:b<i>" per band, and
 // "<tag>:b<i>:m" right after a sliding-log band's.
 std::vector<std::string> BandKeys(const LimitSpec& spec,
@@ -106,11 +113,12 @@ inline constexpr int kMaxBatchItems = 64;
 inline constexpr int64_t kMaxScriptCost = int64_t{1} << 50;
 
 // One item of a batch call, on the limit key `name` under the batch's
-// prefix: its keys are BandKeys(spec, prefix, name), and for a release the
-// dedup key "<tag>:r:<lease_id>" after them.
+// prefix: its keys are BandKeys(spec, prefix, name), and for a release or
+// an acquire with a lease_id the lease key "<tag>:r:<lease_id>" after them.
 struct BatchItem {
   enum class Op : uint8_t {
-    kAcquire,  // acquire.lua: wanted, minimum, max_wait_us
+    kAcquire,  // acquire.lua: wanted, minimum, max_wait_us (with a lease_id:
+               // the op "lease", which records the grant)
     kCharge,   // acquire.lua with charge=1: wanted (the amount), max_debt
     kRelease,  // release.lua: amount, granted_at_us, lease_id
   };
@@ -124,6 +132,7 @@ struct BatchItem {
   // kRelease, as in ReleaseArgs.
   int64_t amount = 0;
   int64_t granted_at_us = 0;
+  // kRelease, and kAcquire as in AcquireArgs.
   std::string lease_id;
 
   // An acquire item, or a charge item if args.charge (args.now_us is not

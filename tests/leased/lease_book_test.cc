@@ -49,6 +49,7 @@ int64_t Amount(const LeaseCall& c) {
   return c.item.op == BatchItem::Op::kRelease ? c.item.amount : c.item.wanted;
 }
 int64_t GrantedAtUs(const LeaseCall& c) { return c.item.granted_at_us; }
+// The lease key of a lease request (op "lease") or a release.
 std::string DedupKey(const LeaseCall& c) {
   return absl::StrCat(LimitKeyTag("lt:", c.item.name), ":r:", c.item.lease_id);
 }
@@ -109,6 +110,9 @@ TEST_F(LeaseBookTest, GrantFillsTheBalanceAndExpiryReturnsTheLeftover) {
   EXPECT_EQ(calls[0].item.op, BatchItem::Op::kAcquire);
   EXPECT_EQ(Wanted(calls[0]), 1);  // a cold key starts at one token
   EXPECT_EQ(ChargeFlag(calls[0]), 0);
+  // The request names the lease key its grant is recorded under (the
+  // release below uses the same).
+  EXPECT_EQ(DedupKey(calls[0]), "{lt:k}:r:inst:1:1");
   EXPECT_TRUE(Flags() & kRefillQueued);  // until the reply is applied
 
   EXPECT_TRUE(Apply(calls[0], AcquireReply(1, 999), kT0 + 1 * kMs).empty());

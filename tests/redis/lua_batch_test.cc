@@ -49,6 +49,14 @@ BatchItem Acquire(std::string name, int64_t wanted, int64_t minimum,
   return BatchItem::Acquire(std::move(name), a);
 }
 
+// An acquire item that records its grant under `lease_id` (op "lease").
+BatchItem Lease(std::string name, int64_t wanted, int64_t minimum,
+                std::string lease_id) {
+  BatchItem item = Acquire(std::move(name), wanted, minimum);
+  item.lease_id = std::move(lease_id);
+  return item;
+}
+
 BatchItem Charge(std::string name, int64_t amount, int64_t max_debt) {
   AcquireArgs a;
   a.wanted = amount;
@@ -76,8 +84,9 @@ std::string Show(const absl::StatusOr<BatchItemResult>& r, Op op) {
 std::string ShowItem(const BatchItem& item) {
   switch (item.op) {
     case Op::kAcquire:
-      return absl::StrCat("acquire ", item.name, " ", item.wanted, " ",
-                          item.minimum, " ", item.max_wait_us);
+      return absl::StrCat(item.lease_id.empty() ? "acquire " : "lease ",
+                          item.name, " ", item.wanted, " ", item.minimum, " ",
+                          item.max_wait_us, " ", item.lease_id);
     case Op::kCharge:
       return absl::StrCat("charge ", item.name, " ", item.wanted, " ",
                           item.max_debt);
@@ -142,6 +151,7 @@ class LuaBatchTest : public testing::RedisTest {
     a.charge = item.op == Op::kCharge;
     a.max_debt = item.max_debt;
     a.now_us = now_us;
+    a.lease_id = item.lease_id;
     return internal::AcquireArguments(spec, prefix, item.name, a);
   }
 
@@ -290,11 +300,11 @@ TEST_P(LuaBatchAgreementTest, RandomBatchesDoWhatSingleCallsDo) {
     const std::vector<testing::ScriptCall> calls =
         testing::RandomScriptCalls(spec, seed, kRounds * kPerRound);
     struct Grant {
-      std::string name;
+      std::string name, lease_id;
       int64_t granted, at;
     };
-    std::vector<Grant> grants;
-    std::vector<std::string> lease_ids;
+    std::vector<Grant> grants;           // those recorded under a lease id
+    std::vector<std::string> lease_ids;  // every id released
     int applied = 0;
     for (int round = 0; round < kRounds; ++round) {
       // One call's step of time per round; the items' amounts from the
@@ -313,11 +323,14 @@ TEST_P(LuaBatchAgreementTest, RandomBatchesDoWhatSingleCallsDo) {
           const Grant& g =
               grants[grants.size() - 1 -
                      rng.Uniform(0, std::min<int64_t>(grants.size(), 6) - 1)];
-          std::string id = absl::StrCat("l", seed, "-", round, "-", i);
+          // Sometimes an id released already, or one never granted; an
+          // amount up to 2 more than the grant (at most the grant goes).
+          std::string id = g.lease_id;
           if (!lease_ids.empty() && rng.Percent(20)) id = rng.Pick(lease_ids);
+          if (rng.Percent(5)) id = absl::StrCat("none", seed, "-", round);
           lease_ids.push_back(id);
           items.push_back(
-              Release(g.name, rng.Uniform(0, g.granted + 1), g.at, id));
+              Release(g.name, rng.Uniform(0, g.granted + 2), g.at, id));
         } else if (op < 40) {
           items.push_back(
               Charge(name, rng.Uniform(0, cap + 2), rng.Uniform(0, cap)));
@@ -325,6 +338,10 @@ TEST_P(LuaBatchAgreementTest, RandomBatchesDoWhatSingleCallsDo) {
           const int64_t minimum =
               rng.Percent(50) ? c.cost : rng.Uniform(0, c.cost);
           items.push_back(Acquire(name, c.cost, minimum, c.max_wait_us));
+          // Most acquires record their grant for a release (op "lease").
+          if (rng.Percent(80)) {
+            items.back().lease_id = absl::StrCat("l", seed, "-", round, "-", i);
+          }
         }
       }
       Results batch, single;
@@ -340,8 +357,10 @@ TEST_P(LuaBatchAgreementTest, RandomBatchesDoWhatSingleCallsDo) {
             << where << "\nitem " << i << ": " << batch[i].status();
         EXPECT_EQ(Show(batch[i], items[i].op), Show(single[i], items[i].op))
             << where << "\nitem " << i;
-        if (items[i].op != Op::kRelease && batch[i]->acquire.granted > 0) {
-          grants.push_back({items[i].name, batch[i]->acquire.granted, now});
+        if (items[i].op == Op::kAcquire && !items[i].lease_id.empty() &&
+            batch[i]->acquire.granted > 0) {
+          grants.push_back({items[i].name, items[i].lease_id,
+                            batch[i]->acquire.granted, now});
         }
         if (items[i].op == Op::kRelease && batch[i]->released > 0) ++applied;
       }
@@ -361,7 +380,7 @@ TEST_F(LuaBatchTest, ItemsOnOneKeySeeTheEarlierOnes) {
   const LimitSpec spec = LimitSpec::Gcra(10, absl::Seconds(1));
   const Results r =
       Batch(spec,
-            {Acquire("k", 6, 6), Acquire("k", 6, 6), Acquire("k", 6, 1),
+            {Acquire("k", 6, 6), Acquire("k", 6, 6), Lease("k", 6, 1, "x"),
              Release("k", 3, kT0, "x"), Acquire("k", 3, 3)},
             kT0);
   ASSERT_EQ(r.size(), 5u);
@@ -407,7 +426,9 @@ TEST_F(LuaBatchTest, AFailingItemFailsAloneAndChangesNothing) {
   // The same history on both sides: a grant of 2 at kT0 (log entries that
   // are expired 11 s later).
   std::vector<BatchItem> setup;
-  for (const std::string& name : names) setup.push_back(Acquire(name, 2, 2));
+  for (const std::string& name : names) {
+    setup.push_back(Lease(name, 2, 2, "lease-" + name));
+  }
   Results batch, single;
   RunBoth(spec, setup, kT0, batch, single);
   for (size_t i = 0; i < setup.size(); ++i) {
@@ -435,7 +456,7 @@ TEST_F(LuaBatchTest, AFailingItemFailsAloneAndChangesNothing) {
       Acquire("garbage", 1, 1),
       Charge("good3", 4, 1),
       Charge("corrupt", 4, 1),
-      Release("rel_list", 1, kT0 + 10000000, "lease-bad"),
+      Release("rel_list", 1, kT0, "lease-rel_list"),
       Acquire("good1", 3, 1),
   };
   const std::set<size_t> bad = {1, 3, 5, 6};
@@ -481,9 +502,16 @@ TEST_F(LuaBatchTest, AFailingItemFailsAloneAndChangesNothing) {
     }
   }
   for (const auto& [key, state] : before) {
+    if (key.rfind("good", 0) == 0) continue;  // as their twins
     EXPECT_TRUE(after.count(key) > 0) << "{b:" << key << " was deleted";
   }
-  EXPECT_EQ(Run({"EXISTS", "{b:rel_list}:r:lease-bad"}).integer, 0);
+  for (const auto& [key, state] : twins) {
+    if (key.rfind("good", 0) != 0) continue;
+    EXPECT_TRUE(after.count(key) > 0) << "{b:" << key << " has no twin";
+  }
+  // The failed release left its grant's record for a later one.
+  EXPECT_EQ(Run({"EXISTS", "{b:rel_list}:r:lease-rel_list"}).integer, 1);
+  EXPECT_EQ(Run({"EXISTS", "{b:good2}:r:lease-good2"}).integer, 0);
   // The log entries of kT0 are expired: a good item pruned its own.
   EXPECT_EQ(Run({"ZCARD", "{b:list}:b0"}).integer, 1);
   EXPECT_EQ(Run({"ZCARD", "{b:good1}:b0"}).integer, 1);
@@ -511,6 +539,27 @@ TEST_F(LuaBatchTest, AForeignLogMemberFailsItsItemBeforeAnyWrite) {
   EXPECT_TRUE(r[2].ok() && r[2]->acquire.granted == 1);
   EXPECT_EQ(Run({"ZCARD", "{b:bad}:b0"}).integer, 1);  // not pruned
   EXPECT_EQ(Run({"EXISTS", "{b:bad}:b1"}).integer, 0);
+}
+
+// A lease item whose lease key is not under its limit's tag fails alone:
+// no grant is recorded over another key.
+TEST_F(LuaBatchTest, ALeaseItemWithAForeignLeaseKeyFailsAlone) {
+  const LimitSpec spec = LimitSpec::Gcra(10, absl::Seconds(1));
+  const std::vector<BatchItem> items = {Lease("a", 1, 1, "x"),
+                                        Acquire("c", 1, 1)};
+  std::vector<std::string> args =
+      internal::BatchArguments(spec, "b:", items, kT0);
+  ASSERT_EQ(args[2], "{b:a}:r:x");
+  args[2] = std::string("{b:z}:r:x");
+  const Results r = internal::ParseBatchReply(
+      client().Eval(internal::lua::kBatchScript, args), items);
+  ASSERT_EQ(r.size(), 2u);
+  EXPECT_TRUE(absl::StrContains(
+      r[0].status().message(),
+      "the lease key is '{b:z}:r:x'; it must be '{b:a}:r:<lease_id>'"))
+      << r[0].status();
+  EXPECT_TRUE(r[1].ok() && r[1]->acquire.granted == 1);
+  EXPECT_EQ(Run({"EXISTS", "{b:z}:r:x", "{b:a}:b0"}).integer, 0);
 }
 
 TEST_F(LuaBatchTest, AnItemArgumentOutOfRangeFailsThatItemOnly) {
@@ -599,7 +648,8 @@ TEST_F(LuaBatchTest, LayoutErrorsFailTheWholeCall) {
   std::vector<Case> cases;
   std::vector<std::string> a = good;
   a[first_op] = "peek";
-  cases.push_back({a, "items[0].op is 'peek'; acquire, charge or release"});
+  cases.push_back(
+      {a, "items[0].op is 'peek'; acquire, lease, charge or release"});
   a = good;
   a[0] = "2";
   a.erase(a.begin() + 3);
@@ -741,24 +791,27 @@ TEST(ParseBatchReplyTest, ErrorsMapAsTheSingleScripts) {
 TEST(ParseBatchReplyTest, ArgumentsFollowTheProtocol) {
   const LimitSpec spec = testing::DailyAndWeeklyQuota();
   const std::vector<BatchItem> items = {
-      Acquire("a", 2, 1, 5), Charge("b", 3, 4), Release("c", 6, 7, "id")};
+      Acquire("a", 2, 1, 5), Charge("b", 3, 4), Release("c", 6, 7, "id"),
+      Lease("d", 8, 0, "g")};
   const std::vector<std::string> args =
       internal::BatchArguments(spec, "p:", items, 42);
   // clang-format off
   const std::vector<std::string> want = {
-      "10",
+      "14",
       "{p:a}:b0", "{p:a}:b1", "{p:a}:b1:m",
       "{p:b}:b0", "{p:b}:b1", "{p:b}:b1:m",
       "{p:c}:b0", "{p:c}:b1", "{p:c}:b1:m", "{p:c}:r:id",
+      "{p:d}:b0", "{p:d}:b1", "{p:d}:b1:m", "{p:d}:r:g",
       "1", "42", "0", "2",
       "fixed_window", "1", "86400000000", "0", "smooth", "aligned",
       "-28800000000", "0", "0",
       "sliding_log", "3", "604800000000", "0", "smooth", "aligned",
       "-28800000000", "86400000000", "0",
-      "3",
+      "4",
       "acquire", "2", "1", "5",
       "charge", "3", "4",
-      "release", "6", "7"};
+      "release", "6", "7",
+      "lease", "8", "0", "0"};
   // clang-format on
   EXPECT_EQ(args, want);
 }

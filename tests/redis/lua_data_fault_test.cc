@@ -18,6 +18,7 @@
 #include "testing/redis_test.h"
 #include "testing/scripts.h"
 #include "testing/specs.h"
+#include "tokenlease_lua/scripts.h"
 
 namespace tokenlease {
 namespace {
@@ -28,6 +29,7 @@ using internal::RedisReply;
 using internal::ReleaseArgs;
 using testing::At;
 using testing::KeyState;
+using testing::LeaseAt;
 
 // 2026-01-01T00:00:00Z in us.
 constexpr int64_t kT0 = int64_t{1767225600} * 1000000;
@@ -138,8 +140,8 @@ class CorruptStateTest : public LuaDataFaultTest,
 // (a second burst), or failed after writing the other bands.
 TEST_P(CorruptStateTest, EveryOpFailsNamingTheKeyAndChangesNothing) {
   const CorruptCase& c = GetParam();
-  // Drain it: the whole limit at kT0.
-  auto grant = Acquire(c.spec, "k", At(kT0, 10, 10));
+  // Drain it: the whole limit at kT0, recorded for a release.
+  auto grant = Acquire(c.spec, "k", LeaseAt(kT0, 10, 10, "lease-1"));
   ASSERT_TRUE(grant.ok() && grant->granted == 10) << grant.status();
   const std::string key = absl::StrCat("{f:k}:", c.key);
   Spoil(key, c.value);
@@ -151,17 +153,22 @@ TEST_P(CorruptStateTest, EveryOpFailsNamingTheKeyAndChangesNothing) {
   ExpectNamesKey(Acquire(c.spec, "k", ChargeAt(now, 3)).status(), key);
   ExpectNamesKey(
       Release(c.spec, "k", ReleaseArgs{4, "lease-1", kT0, now}).status(), key);
-  AcquireArgs one = At(-1, 1, 1);
-  ExpectNamesKey(BatchItemStatus(c.spec, BatchItem::Acquire("k", one), now),
+  ExpectNamesKey(Acquire(c.spec, "k", LeaseAt(now, 1, 1, "lease-2")).status(),
                  key);
+  ExpectNamesKey(
+      BatchItemStatus(c.spec, BatchItem::Acquire("k", At(-1, 1, 1)), now), key);
+  ExpectNamesKey(
+      BatchItemStatus(c.spec, BatchItem::Acquire("k", LeaseAt(-1, 1, 1, "l3")),
+                      now),
+      key);
   ExpectNamesKey(
       BatchItemStatus(c.spec, BatchItem::Acquire("k", ChargeAt(-1, 3)), now),
       key);
   ExpectNamesKey(
       BatchItemStatus(
-          c.spec, BatchItem::Release("k", ReleaseArgs{4, "lease-2", kT0}), now),
+          c.spec, BatchItem::Release("k", ReleaseArgs{4, "lease-1", kT0}), now),
       key);
-  EXPECT_EQ(Dump(), before);  // no lease id used up either
+  EXPECT_EQ(Dump(), before);  // the grant's record is still there
 }
 
 INSTANTIATE_TEST_SUITE_P(AllKinds, CorruptStateTest,
@@ -178,7 +185,7 @@ TEST_F(LuaDataFaultTest, ACorruptSecondBandLeavesTheFirstUntouched) {
   const LimitSpec spec = testing::Composite(
       {LimitSpec::TokenBucket(10, absl::Seconds(1)),
        LimitSpec::SlidingWindowCounter(20, absl::Seconds(10))});
-  auto grant = Acquire(spec, "two", At(kT0, 6, 6));
+  auto grant = Acquire(spec, "two", LeaseAt(kT0, 6, 6, "lease-two"));
   ASSERT_TRUE(grant.ok() && grant->granted == 6) << grant.status();
   const std::string counter = "{f:two}:b1";
   const std::string good = Run({"GET", counter}).str;
@@ -227,7 +234,7 @@ TEST_F(LuaDataFaultTest, AForeignLogEntryFoundByADenialChangesNothing) {
 // grant's entry fails before writing anything.
 TEST_F(LuaDataFaultTest, AReleaseChecksTheLogEntriesItWouldReadLater) {
   const LimitSpec spec = LimitSpec::SlidingWindowLog(5, absl::Seconds(10));
-  auto r = Acquire(spec, "rel", At(kT0, 2, 2));
+  auto r = Acquire(spec, "rel", LeaseAt(kT0, 2, 2, "lease-rel"));
   ASSERT_TRUE(r.ok() && r->granted == 2) << r.status();
   const std::string key = "{f:rel}:b0";
   ASSERT_EQ(Run({"ZADD", key, absl::StrCat(kT0 + 1), "oops"}).integer, 1);
@@ -237,6 +244,72 @@ TEST_F(LuaDataFaultTest, AReleaseChecksTheLogEntriesItWouldReadLater) {
       Release(spec, "rel", ReleaseArgs{2, "lease-rel", kT0, kT0 + 1000})
           .status(),
       key);
+  EXPECT_EQ(Dump(), before);
+}
+
+// A grant record that is no "<tokens> <granted_at_us>" fails the release
+// naming it; one of another type is WRONGTYPE. Nothing is credited.
+TEST_F(LuaDataFaultTest, ACorruptGrantRecordFailsTheRelease) {
+  const LimitSpec spec = LimitSpec::Gcra(10, absl::Seconds(1));
+  auto r = Acquire(spec, "g", LeaseAt(kT0, 10, 10, "id"));
+  ASSERT_TRUE(r.ok() && r->granted == 10) << r.status();
+  const std::string record = "{f:g}:r:id";
+  for (const std::string value : {"garbage", "10", "10 x", "-3 5", "1.5 5"}) {
+    SCOPED_TRACE(value);
+    Spoil(record, value);
+    const std::map<std::string, KeyState> before = Dump();
+    ExpectNamesKey(Release(spec, "g", ReleaseArgs{10, "id", kT0, kT0}).status(),
+                   record);
+    ExpectNamesKey(
+        BatchItemStatus(
+            spec, BatchItem::Release("g", ReleaseArgs{10, "id", kT0}), kT0),
+        record);
+    EXPECT_EQ(Dump(), before);
+  }
+  ASSERT_EQ(Run({"DEL", record}).integer, 1);
+  ASSERT_EQ(Run({"RPUSH", record, "x"}).integer, 1);
+  auto wrong = Release(spec, "g", ReleaseArgs{10, "id", kT0, kT0});
+  EXPECT_EQ(wrong.status().code(), absl::StatusCode::kFailedPrecondition)
+      << wrong.status();
+}
+
+// A release whose lease key is another limit's key is refused before it
+// reads it: a stepwise bucket's "tokens anchor" looks like a grant record,
+// and reading it as one would credit tokens from nothing and delete the
+// other limit's state (a full bucket again).
+TEST_F(LuaDataFaultTest, AReleaseWithAnotherLimitsKeyIsRefused) {
+  const LimitSpec spec = LimitSpec::Gcra(10, absl::Seconds(1));
+  const LimitSpec step =
+      LimitSpec::TokenBucket(10, absl::Seconds(1), 0, Refill::kStepwise);
+  auto r = Acquire(spec, "mine", At(kT0, 10, 10));
+  ASSERT_TRUE(r.ok() && r->granted == 10) << r.status();
+  r = Acquire(step, "other", At(kT0, 5, 5));
+  ASSERT_TRUE(r.ok() && r->granted == 5) << r.status();
+  const std::map<std::string, KeyState> before = Dump();
+  ASSERT_EQ(before.count("other}:b0"), 1u);
+
+  std::vector<std::string> args = internal::ReleaseArguments(
+      spec, "f:", "mine", ReleaseArgs{5, "x", kT0, kT0});
+  ASSERT_EQ(args[2], "{f:mine}:r:x");
+  args[2] = std::string("{f:other}:b0");
+  const absl::StatusOr<int64_t> single = internal::ParseReleaseReply(
+      client().Eval(internal::lua::kReleaseScript, args));
+  EXPECT_FALSE(single.ok());
+  EXPECT_TRUE(absl::StrContains(single.status().message(),
+                                "the lease key is '{f:other}:b0'"))
+      << single.status();
+
+  const std::vector<BatchItem> items = {
+      BatchItem::Release("mine", ReleaseArgs{5, "x", kT0})};
+  args = internal::BatchArguments(spec, "f:", items, kT0);
+  ASSERT_EQ(args[2], "{f:mine}:r:x");
+  args[2] = std::string("{f:other}:b0");
+  const auto batch = internal::ParseBatchReply(
+      client().Eval(internal::lua::kBatchScript, args), items);
+  ASSERT_EQ(batch.size(), 1u);
+  EXPECT_TRUE(absl::StrContains(batch[0].status().message(),
+                                "the lease key is '{f:other}:b0'"))
+      << batch[0].status();
   EXPECT_EQ(Dump(), before);
 }
 

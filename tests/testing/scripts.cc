@@ -16,6 +16,13 @@ internal::AcquireArgs At(int64_t now_us, int64_t wanted, int64_t minimum,
   return a;
 }
 
+internal::AcquireArgs LeaseAt(int64_t now_us, int64_t wanted, int64_t minimum,
+                              std::string lease_id) {
+  internal::AcquireArgs a = At(now_us, wanted, minimum);
+  a.lease_id = std::move(lease_id);
+  return a;
+}
+
 absl::StatusOr<internal::AcquireResult> TryScriptAcquire(
     SyncClient& client, const LimitSpec& spec, std::string_view prefix,
     std::string_view name, const internal::AcquireArgs& args) {

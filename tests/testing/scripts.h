@@ -4,6 +4,7 @@
 #define TOKENLEASE_TESTS_TESTING_SCRIPTS_H_
 
 #include <cstdint>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -17,6 +18,9 @@ namespace tokenlease::testing {
 // Acquire arguments at `now_us` (-1: the server's TIME).
 internal::AcquireArgs At(int64_t now_us, int64_t wanted, int64_t minimum,
                          int64_t max_wait_us = 0);
+// At(...) recording its grant under `lease_id`, for a release.
+internal::AcquireArgs LeaseAt(int64_t now_us, int64_t wanted, int64_t minimum,
+                              std::string lease_id);
 
 // EVAL of the acquire script for key `name` under `prefix`; its parsed
 // reply.
