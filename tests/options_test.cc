@@ -193,6 +193,28 @@ const OptionCase kCases[] = {
        o.reconnect_max_backoff = absl::Seconds(1);
      }),
      "RedisOptions.reconnect_max_backoff is 1s"},
+    {"RedisSlowReplyBelow", With<R>([](R& o) { o.slow_reply = kMs - kNs; }),
+     "RedisOptions.slow_reply is"},
+    {"RedisSlowReplyTop",
+     With<R>([](R& o) { o.slow_reply = absl::Minutes(1); }), ""},
+    {"RedisDegradedHoldZero",
+     With<R>([](R& o) { o.degraded_hold = absl::ZeroDuration(); }), ""},
+    {"RedisDegradedHoldAbove",
+     With<R>([](R& o) { o.degraded_hold = absl::Minutes(1) + kNs; }),
+     "RedisOptions.degraded_hold is"},
+    {"RedisDownAfterBottom", With<R>([](R& o) { o.down_after = kMs; }), ""},
+    {"RedisDownAfterBelow", With<R>([](R& o) { o.down_after = kMs - kNs; }),
+     "RedisOptions.down_after is"},
+    {"RedisDeadAfterBelowDownAfter", With<R>([](R& o) {
+       o.down_after = absl::Seconds(2);
+       o.dead_after = absl::Seconds(1);
+     }),
+     "RedisOptions.dead_after is 1s"},
+    {"RedisDeadAfterTop",
+     With<R>([](R& o) { o.dead_after = absl::Minutes(10); }), ""},
+    {"RedisDeadAfterAbove",
+     With<R>([](R& o) { o.dead_after = absl::Minutes(10) + kNs; }),
+     "RedisOptions.dead_after is"},
     {"RedisShutdownGraceNegative",
      With<R>([](R& o) { o.shutdown_grace = -kNs; }),
      "RedisOptions.shutdown_grace is -1ns"},

@@ -12,14 +12,18 @@ namespace tokenlease {
 enum class DecisionSource : uint8_t {
   kLocal,            // the in-process engine, from its own state
   kLease,            // tokens leased from a shared limit (later issues)
-  kDirect,           // one exact call to the shared store (later issues)
-  kFallback,         // a local share while the shared store is unreachable
+  kDirect,           // one exact call to the shared store
+  kFallback,         // a local share while the shared store cannot decide
+                     // (FailureMode::kFailLocal)
   kKeyLimit,         // denied: the key registry is at max_keys and no key idle
   kInvalidArgument,  // denied: negative cost, a key longer than the
                      // options' max_key_bytes, or a handle that is empty
                      // or belongs to another Limiter
   kLocalCredit,      // leased mode, a key without a lease: admitted from its
                      // local credit, charged to the shared limit afterwards
+  kFailOpen,         // admitted because the shared store cannot decide
+                     // (FailureMode::kFailOpen)
+  kShadow,           // shadow mode: would have been denied, admitted anyway
 };
 
 // Returns a stable lower-case name ("local", "key_limit", ...).

@@ -38,6 +38,40 @@ enum class ColdKeyPolicy : uint8_t {
   kWait,  // wait up to LeaseOptions::cold_wait for the first lease
 };
 
+// What a decision does when Redis cannot decide for its key: the
+// connection is down (RedisHealth::kDown), or the key's last lease request
+// failed (timeout, lost connection, a wrong type or corrupt value in its
+// key). Tokens already leased are spent as always (Redis granted them);
+// this applies once they run out. docs/operations.md compares the modes.
+enum class FailureMode : uint8_t {
+  // The default: deny, as Redis would if it could not count. Nothing is
+  // admitted beyond what Redis granted before the outage.
+  kFailClosed,
+  // Admit every request (source kFailOpen): the limit is off meanwhile.
+  kFailOpen,
+  // Enforce a local share (source kFallback): each instance decides alone
+  // with the limit divided by `fallback_instances` (every band's limit and
+  // burst, rounded down, at least 1), in an in-process engine whose keys
+  // start full when an outage begins.
+  kFailLocal,
+};
+
+// Returns a stable lower-case name ("fail_closed", "fail_open",
+// "fail_local").
+const char* FailureModeName(FailureMode m);
+
+// What happens to tokens admitted under kFailOpen or kFailLocal.
+enum class OutageUsage : uint8_t {
+  // The default: not charged. The shared limit does not see them.
+  kForget,
+  // Charged to Redis when it answers again (the debt a charge may leave is
+  // at most one burst, so the long-run rate holds and an outage never
+  // closes the limit for longer than a full refill). Token bucket and GCRA
+  // bands only: a window that ended must not pay for its usage in a new
+  // one (Create refuses kCharge with window bands).
+  kCharge,
+};
+
 // How leases are sized, kept and returned. Every field has a usable
 // default; Validate() (also run by LeasedLimiter::Create) says which one is
 // out of range.
@@ -130,6 +164,19 @@ struct LeasedLimiterOptions {
   // longer key is denied with kInvalidArgument (Resolve, Inspect:
   // InvalidArgument) before it is stored or sent to Redis. 1 .. 65536.
   int32_t max_key_bytes = 1024;
+  // While Redis cannot decide for a key (FailureMode). Chosen per limit.
+  FailureMode failure_mode = FailureMode::kFailClosed;
+  // kFailLocal: how many instances share the limit; each enforces
+  // 1/fallback_instances of it while Redis is away. Too small: the
+  // instances together admit more than the limit during an outage; too
+  // large: less. 1 .. 65536.
+  int32_t fallback_instances = 1;
+  OutageUsage outage_usage = OutageUsage::kForget;
+  // Shadow mode: decide and count as usual, but admit every request a
+  // decision would deny (source kShadow, LeaseStats::shadow_denied). For
+  // trying a limit on live traffic before enforcing it. What shadow mode
+  // admits is not charged.
+  bool shadow = false;
   // The reconciler's clock (lease expiry, demand estimates). The decision
   // path reads no clock. Null: DefaultClock(). Not owned; must outlive the
   // limiter.
@@ -154,7 +201,15 @@ struct LeaseStats {
   // thread (LeaseOptions::spare_entries).
   uint64_t spare_misses = 0;
   uint64_t keys = 0;  // keys in memory now
-  RedisStats redis;   // the connection's counters
+  // Decisions made while Redis could not decide for their key
+  // (FailureMode), and tokens so admitted that were charged later
+  // (OutageUsage::kCharge) or dropped because the key was evicted first.
+  uint64_t fail_closed_denied = 0;
+  uint64_t fail_open_admitted = 0;
+  uint64_t fail_local_admitted = 0;
+  uint64_t fail_local_denied = 0;
+  uint64_t shadow_denied = 0;  // denials shadow mode admitted
+  RedisStats redis;            // the connection's counters
 };
 
 class LeasedLimiter;

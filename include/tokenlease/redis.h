@@ -5,8 +5,10 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
+#include <string_view>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -18,6 +20,33 @@ namespace internal {
 class RedisClient;
 }  // namespace internal
 
+// How well Redis answers, as one connection sees it. Judged on the client
+// thread from replies, timeouts and the socket (docs/operations.md).
+enum class RedisHealth : uint8_t {
+  // Logged in, and every reply of the last `degraded_hold` came back within
+  // `slow_reply` (no command timed out).
+  kHealthy,
+  // Answering, but a reply took longer than `slow_reply` or a command timed
+  // out within the last `degraded_hold`. Limiters keep using Redis.
+  kDegraded,
+  // No connection whose login (and PING) was answered, or nothing answered
+  // for `down_after` while commands waited. Limiters apply their failure
+  // mode (LeaseOptions::failure_mode) until Redis answers again.
+  kDown,
+};
+
+// Returns a stable lower-case name ("healthy", "degraded", "down").
+const char* RedisHealthName(RedisHealth h);
+
+// One health transition (RedisOptions::on_health_change).
+struct RedisHealthEvent {
+  RedisHealth from = RedisHealth::kDown;
+  RedisHealth to = RedisHealth::kDown;
+  // Why, for people: "no reply for 250ms while 12 commands waited",
+  // "connection refused", "replies answered again". Never a credential.
+  std::string reason;
+};
+
 // How to reach Redis. Every field has a usable default; Validate() says
 // which one is out of range.
 struct RedisOptions {
@@ -28,13 +57,30 @@ struct RedisOptions {
   // is abandoned and retried after a backoff. 1 ms .. 1 min.
   absl::Duration connect_timeout = absl::Seconds(1);
   // Default deadline of a command, from submission to reply. A command that
-  // misses it fails with DeadlineExceeded and the connection is reset (the
-  // server is stuck or the network is). 1 ms .. 1 min.
+  // misses it fails with DeadlineExceeded; the connection is kept (a slow
+  // Redis is not made slower by reconnects) and the late reply is
+  // discarded. 1 ms .. 1 min.
   absl::Duration command_timeout = absl::Milliseconds(500);
+  // Health (RedisHealth). A reply slower than `slow_reply`, or a timeout,
+  // makes the connection kDegraded for `degraded_hold`. Nothing answered
+  // for `down_after` while commands wait makes it kDown (limiters then
+  // apply their failure mode; smaller: a frozen Redis is noticed sooner,
+  // larger: a Redis pausing for a big command is not called down). Nothing
+  // answered for `dead_after` resets the connection (the only reset
+  // besides a closed socket: a server that froze for good, or a network
+  // that lost the peer). 1 ms <= slow_reply <= 1 min; 1 ms <= down_after
+  // <= dead_after <= 10 min; 0 <= degraded_hold <= 1 min.
+  absl::Duration slow_reply = absl::Milliseconds(100);
+  absl::Duration degraded_hold = absl::Seconds(1);
+  absl::Duration down_after = absl::Milliseconds(250);
+  absl::Duration dead_after = absl::Seconds(5);
   // Reconnect backoff: doubles from min to max, with jitter (each wait is
-  // uniform in [d/2, d]). 1 ms <= min <= max <= 1 min.
+  // uniform in [d/2, d]). Each attempt connects, logs in and sends PING;
+  // only the PING's reply makes the connection usable. The maximum bounds
+  // how long after Redis is back leasing resumes. 1 ms <= min <= max <=
+  // 1 min.
   absl::Duration reconnect_min_backoff = absl::Milliseconds(10);
-  absl::Duration reconnect_max_backoff = absl::Seconds(2);
+  absl::Duration reconnect_max_backoff = absl::Milliseconds(200);
   // Commands submitted but not yet picked up by the client thread; a submit
   // beyond it fails with ResourceExhausted. 2 .. 2^24 (rounded up to a
   // power of two).
@@ -42,6 +88,13 @@ struct RedisOptions {
   // On destruction, how long commands already submitted may still finish
   // before they are failed with Cancelled. 0 .. 1 min.
   absl::Duration shutdown_grace = absl::Seconds(1);
+  // Called on the client thread at every health transition (also the first,
+  // kDown to kHealthy). Must be quick and must not block. Empty: none.
+  std::function<void(const RedisHealthEvent&)> on_health_change;
+  // Receives one line per notable event (health transitions, connect
+  // failures, connection resets), on the client thread; never carries a
+  // credential. Empty: none.
+  std::function<void(std::string_view line)> log;
 
   // OK, or InvalidArgument naming the field, its value and the accepted
   // range (including a malformed url).
@@ -53,13 +106,20 @@ struct RedisStats {
   uint64_t commands_sent = 0;  // written to a connection (incl. resends)
   uint64_t replies = 0;        // replies received (incl. error replies)
   uint64_t timeouts = 0;       // commands failed with DeadlineExceeded
-  uint64_t connects = 0;       // successful connects (after AUTH/SELECT)
+  uint64_t late_replies = 0;   // replies that came after their timeout
+  // Connects whose login and PING were answered (a TCP accept by a frozen
+  // server is not one).
+  uint64_t connects = 0;
   uint64_t connect_failures = 0;
   uint64_t script_reloads = 0;  // NOSCRIPT answered by resending as EVAL
   // Pipelined writes: loop turns that sent at least one command (all the
   // commands of one turn leave in one write). commands_sent / flushes is the
   // mean pipeline depth.
   uint64_t flushes = 0;
+  uint64_t resets = 0;    // connections reset: nothing answered dead_after
+  uint64_t degraded = 0;  // transitions into kDegraded
+  uint64_t down = 0;      // transitions into kDown (not the initial state)
+  RedisHealth health = RedisHealth::kDown;  // now
 };
 
 // A shared handle to one Redis client thread. Limiters that take a
@@ -83,8 +143,10 @@ class RedisConnection {
   std::string endpoint() const;
   const RedisOptions& options() const { return options_; }
   RedisStats stats() const;
-  // True while a connection is established and logged in.
+  // True while a connection is logged in and its PING was answered.
   bool connected() const;
+  // The connection's health now (RedisHealth).
+  RedisHealth health() const;
 
   // For the library's own modes.
   internal::RedisClient& client() const { return *client_; }

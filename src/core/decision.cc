@@ -18,6 +18,10 @@ const char* DecisionSourceName(DecisionSource s) {
       return "invalid_argument";
     case DecisionSource::kLocalCredit:
       return "local_credit";
+    case DecisionSource::kFailOpen:
+      return "fail_open";
+    case DecisionSource::kShadow:
+      return "shadow";
   }
   return "unknown";
 }

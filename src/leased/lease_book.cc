@@ -49,7 +49,7 @@ void LeaseBook::BeginStep(int64_t now) {
 // --- Leases ------------------------------------------------------------------
 
 void LeaseBook::Lease(LeaseEntry* e, int64_t now, LeaseCalls* out) {
-  if (e->unsynced.load(std::memory_order_relaxed) > 0) Charge(e, out);
+  if (e->Uncharged() > 0) Charge(e, out);
   LeaseRecord& r = e->record;
   if (r.id == 0) r.id = ++next_entry_id_;
   if (r.lease_size == 0) r.lease_size = sizing_.initial_size;
@@ -82,7 +82,7 @@ void LeaseBook::Lease(LeaseEntry* e, int64_t now, LeaseCalls* out) {
 }
 
 void LeaseBook::Decline(LeaseEntry* e, LeaseCalls* out) {
-  if (e->unsynced.load(std::memory_order_relaxed) > 0) Charge(e, out);
+  if (e->Uncharged() > 0) Charge(e, out);
   // acq_rel: as every flag change (docs/design.md, memory orders).
   e->flags.fetch_and(~kRefillQueued, std::memory_order_acq_rel);
 }
@@ -107,15 +107,19 @@ void LeaseBook::ApplyLease(LeaseEntry* e, const absl::StatusOr<RedisReply>& r,
                            int64_t now, LeaseCalls* out) {
   LeaseRecord& rec = e->record;
   rec.request_in_flight = false;
-  const int64_t sample = now - rec.requested_at_ns;
-  if (sample > 0) {
-    const int64_t rtt = rtt_ns_.load(std::memory_order_relaxed);
-    rtt_ns_.store(rtt - rtt / 8 + sample / 8, std::memory_order_relaxed);
-  }
   const absl::StatusOr<AcquireResult> res =
       r.ok() ? ParseAcquireReply(*r)
              : absl::StatusOr<AcquireResult>(r.status());
+  // Answers only: a timeout says nothing of the next lease's arrival, and
+  // would keep retry_after estimates high long after Redis is back.
+  const int64_t sample = now - rec.requested_at_ns;
+  if (res.ok() && sample > 0) {
+    const int64_t rtt = rtt_ns_.load(std::memory_order_relaxed);
+    rtt_ns_.store(rtt - rtt / 8 + sample / 8, std::memory_order_relaxed);
+  }
   if (!res.ok()) {
+    // acq_rel: as every flag change. Decisions apply the failure mode.
+    e->flags.fetch_or(kRedisFailed, std::memory_order_acq_rel);
     counters_.redis_errors.fetch_add(1, std::memory_order_relaxed);
     // Back off, per key: Redis is slow, gone or refusing; the key keeps
     // spending what it holds and asks again after tick x 2^(n-1), n the
@@ -127,6 +131,7 @@ void LeaseBook::ApplyLease(LeaseEntry* e, const absl::StatusOr<RedisReply>& r,
     CacheDenial(e, now + backoff);
   } else {
     rec.error_streak = 0;
+    e->flags.fetch_and(~kRedisFailed, std::memory_order_acq_rel);
     rec.last_remaining = res->remaining;
     rec.remaining_known = true;
     SetCredit(e, res->remaining, /*known=*/true);
@@ -228,13 +233,17 @@ void LeaseBook::Charge(LeaseEntry* e, LeaseCalls* out, bool background) {
     return;
   }
   // acq_rel: takes exactly the admissions counted so far.
-  const int64_t n = e->unsynced.exchange(0, std::memory_order_acq_rel);
+  const int64_t credit = e->unsynced.exchange(0, std::memory_order_acq_rel);
+  const int64_t outage =
+      e->outage_unsynced.exchange(0, std::memory_order_acq_rel);
+  const int64_t n = credit + outage;
   if (n <= 0) return;
   rec.charge_in_flight = true;
   rec.charge_amount = n;
-  // Now in flight. (Clamped: every uncharged token came from the credit,
-  // but a count must not go negative if that ever changes.)
-  rec.credit_given = std::max<int64_t>(0, rec.credit_given - n);
+  rec.charge_outage = outage;
+  // Now in flight. (Clamped: every uncharged credit token came from the
+  // credit, but a count must not go negative if that ever changes.)
+  rec.credit_given = std::max<int64_t>(0, rec.credit_given - credit);
   AcquireArgs args;
   args.wanted = n;
   args.minimum = 0;
@@ -328,6 +337,7 @@ void LeaseBook::ApplyCharge(const LeaseCall& call,
                  : absl::StatusOr<AcquireResult>(reply.status());
   if (r.ok()) {
     counters_.tokens_charged.fetch_add(r->granted, std::memory_order_relaxed);
+    e->record.charge_outage = 0;
     e->record.charge_error_streak = 0;
     e->record.last_remaining = r->remaining;
     e->record.remaining_known = true;
@@ -345,8 +355,11 @@ void LeaseBook::ApplyCharge(const LeaseCall& call,
       now +
       std::min<int64_t>(250'000'000, absl::ToInt64Nanoseconds(options_.tick)
                                          << (rec.charge_error_streak - 1));
-  e->unsynced.fetch_add(call.amount, std::memory_order_acq_rel);
-  e->record.credit_given += call.amount;
+  const int64_t outage = rec.charge_outage;
+  rec.charge_outage = 0;
+  e->unsynced.fetch_add(call.amount - outage, std::memory_order_acq_rel);
+  e->outage_unsynced.fetch_add(outage, std::memory_order_acq_rel);
+  e->record.credit_given += call.amount - outage;
   ++e->record.charge_retry_refs;
   charge_retry_.push_back(e);
   counters_.redis_errors.fetch_add(1, std::memory_order_relaxed);
@@ -381,7 +394,7 @@ void LeaseBook::ApplyRelease(const LeaseCall& call,
 
 bool LeaseBook::ReturnLease(LeaseEntry* e, int64_t now, LeaseCalls* out) {
   LeaseRecord& rec = e->record;
-  if (e->unsynced.load(std::memory_order_relaxed) > 0) Charge(e, out);
+  if (e->Uncharged() > 0) Charge(e, out);
   // Takes the balance only when it is not negative: a negative balance is a
   // decision's failed subtraction that is about to be added back, and
   // taking it would let the add-back create tokens (or leave them behind
@@ -430,6 +443,31 @@ bool LeaseBook::ReturnLease(LeaseEntry* e, int64_t now, LeaseCalls* out) {
   return true;
 }
 
+// --- Outages
+// ------------------------------------------------------------------
+
+void LeaseBook::OutageBegan() {
+  if (in_outage_) return;
+  in_outage_ = true;
+  rtt_before_outage_ns_ = rtt_ns_.load(std::memory_order_relaxed);
+}
+
+void LeaseBook::Recovered(int64_t now) {
+  if (!in_outage_) return;
+  in_outage_ = false;
+  // relaxed: an estimate. The samples of the outage's last moments (replies
+  // that waited for a frozen server) say nothing of the next round trip.
+  rtt_ns_.store(rtt_before_outage_ns_, std::memory_order_relaxed);
+  // Keys backing off after failed calls ask again now, not after their
+  // backoff: leasing resumes at this step (Expire lifts the refusals).
+  for (LeaseEntry* e : denied_) {
+    if (e->flags.load(std::memory_order_relaxed) & kRedisFailed) {
+      e->deny_until_ns.store(now, std::memory_order_relaxed);
+    }
+  }
+  for (LeaseEntry* e : charge_retry_) e->record.charge_retry_at_ns = 0;
+}
+
 // --- Time --------------------------------------------------------------------
 
 void LeaseBook::Expire(int64_t now, LeaseCalls* out,
@@ -475,7 +513,7 @@ bool LeaseBook::Evictable(const LeaseEntry* e, int64_t now) const {
   // relaxed loads: the caller holds the registry's writer lock (no lookup by
   // name), pins are zero (no handle), and the rest is this thread's state.
   return e->balance.load(std::memory_order_relaxed) == 0 &&
-         e->unsynced.load(std::memory_order_relaxed) == 0 &&
+         e->Uncharged() == 0 &&
          (e->flags.load(std::memory_order_relaxed) &
           (kRefillQueued | kDenied)) == 0 &&
          !rec.request_in_flight && !rec.charge_in_flight &&
@@ -505,8 +543,8 @@ LeaseBook::~LeaseBook() {
 
 void LeaseBook::Bury(LeaseEntry* e) {
   // Relaxed: no decision can reach `e` (the registry's grace period ended).
-  if (e->unsynced.load(std::memory_order_relaxed) == 0 &&
-      !e->record.charge_in_flight && e->record.charge_retry_refs == 0) {
+  if (e->Uncharged() == 0 && !e->record.charge_in_flight &&
+      e->record.charge_retry_refs == 0) {
     FreeEntry(e);
     return;
   }
@@ -519,7 +557,7 @@ void LeaseBook::DrainGraveyard(LeaseCalls* out) {
     const LeaseRecord& rec = e->record;
     if (rec.charge_in_flight || rec.charge_retry_refs > 0) {
       graveyard_[keep++] = e;
-    } else if (e->unsynced.load(std::memory_order_relaxed) > 0) {
+    } else if (e->Uncharged() > 0) {
       Charge(e, out, /*background=*/true);
       graveyard_[keep++] = e;
     } else {

@@ -101,6 +101,14 @@ class LeaseBook {
   void Apply(const LeaseCall& call, const absl::StatusOr<RedisReply>& reply,
              int64_t now, LeaseCalls* out);
 
+  // Redis went down (RedisHealth::kDown): remembers the round-trip
+  // estimate of before.
+  void OutageBegan();
+  // Redis answers again at `now`: the round-trip estimate is restored, and
+  // keys backing off after failed calls (lease requests, charges) are
+  // retried at this step instead of after their backoff.
+  void Recovered(int64_t now);
+
   // Returns the leftovers of leases whose lifetime is over, and lifts
   // cached refusals whose time has come: keys whose decisions were denied
   // meanwhile (and that are below their low-water mark) are flagged
@@ -226,6 +234,8 @@ class LeaseBook {
   // When every lease was last returned (book clock): a grant asked for
   // before it is given back as soon as it arrives.
   int64_t returned_all_at_ns_ = -1;
+  bool in_outage_ = false;
+  int64_t rtt_before_outage_ns_ = 0;
 
   std::atomic<int64_t> rtt_ns_{1'000'000};
   std::atomic<int64_t> coarse_now_ns_{0};

@@ -26,9 +26,12 @@ inline constexpr uint32_t kChargeQueued = 16;  // in the reconciler's charge
                                                // queue
 inline constexpr uint32_t kWantedWhileDenied = 32;  // a decision was denied
                                                     // while kDenied was set
-inline constexpr uint32_t kRetired = 64;  // removed from the registry: no
-                                          // refill is queued for it and no
-                                          // new handle may pin it
+inline constexpr uint32_t kRetired = 64;       // removed from the registry: no
+                                               // refill is queued for it and no
+                                               // new handle may pin it
+inline constexpr uint32_t kRedisFailed = 128;  // the last lease request
+                                               // failed: Redis cannot decide
+                                               // for this key (FailureMode)
 
 // The lease book's record of one key (LeaseBook; reconciler thread only).
 struct LeaseRecord {
@@ -53,6 +56,7 @@ struct LeaseRecord {
   int error_streak = 0;  // consecutive failed lease requests
   bool charge_in_flight = false;
   int64_t charge_amount = 0;       // tokens of the charge in flight
+  int64_t charge_outage = 0;       // of which admitted under the failure mode
   int charge_error_streak = 0;     // consecutive failed charges
   int64_t charge_retry_at_ns = 0;  // book clock: no charge before this
   int64_t last_active_ns = 0;      // last refill request or grant
@@ -91,6 +95,17 @@ struct alignas(64) LeaseEntry : LeaseHot {
   // that no charge has taken yet.
   std::atomic<int64_t> local_share{0};
   std::atomic<int64_t> unsynced{0};
+  // OutageUsage::kCharge: tokens admitted under the failure mode that no
+  // charge has taken yet (not local credit: they never count against it).
+  std::atomic<int64_t> outage_unsynced{0};
+
+  // Tokens admitted that no charge has taken yet, of either kind. Relaxed:
+  // the reconciler's checks (the decision path queues a charge after it
+  // adds, so a stale zero is caught by the queued charge).
+  int64_t Uncharged() const {
+    return unsynced.load(std::memory_order_relaxed) +
+           outage_unsynced.load(std::memory_order_relaxed);
+  }
   // The largest cost denied since the last lease request: the next request
   // asks for at least this much.
   std::atomic<int64_t> wanted_cost{0};

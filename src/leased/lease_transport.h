@@ -37,6 +37,8 @@ class LeaseTransport {
                                    BatchCallback done) = 0;
   // Sends what was queued since the last Flush (one pipelined write).
   virtual void Flush() = 0;
+  // True while Redis cannot answer (RedisHealth::kDown). Any thread.
+  virtual bool Down() const { return false; }
 };
 
 // Splits the reply of a batch call of `n` items into one reply per item.
@@ -56,6 +58,7 @@ class RedisLeaseTransport final : public LeaseTransport {
                            BatchCallback done) override;
   // Ending the batch wakes the client thread once (if anything was queued).
   void Flush() override { batch_.reset(); }
+  bool Down() const override { return client_->health() == RedisHealth::kDown; }
 
  private:
   RedisClient* const client_;

@@ -17,6 +17,7 @@
 #include "absl/strings/str_cat.h"
 #include "base/absl_view.h"
 #include "core/options_checks.h"
+#include "leased/failure_mode.h"
 #include "leased/lease_book.h"
 #include "leased/lease_entry.h"
 #include "leased/lease_transport.h"
@@ -25,12 +26,14 @@
 #include "redis/redis_client.h"
 #include "redis/script_call.h"
 #include "tokenlease/leased.h"
+#include "tokenlease/limiter.h"
 
 namespace tokenlease {
 
 using internal::kDenied;
 using internal::kHasLease;
 using internal::kRanDry;
+using internal::kRedisFailed;
 using internal::kRefillQueued;
 using internal::kRetired;
 using internal::kWantedWhileDenied;
@@ -47,6 +50,22 @@ std::string RandomInstanceId() {
   std::snprintf(buf, sizeof(buf), "%016llx",
                 static_cast<unsigned long long>(x));
   return buf;
+}
+
+// kFailLocal: the in-process engine enforcing this instance's share.
+std::unique_ptr<Limiter> MakeFallback(const LimitSpec& spec,
+                                      const LeasedLimiterOptions& options,
+                                      Clock* clock) {
+  if (options.failure_mode != FailureMode::kFailLocal) return nullptr;
+  LimiterOptions o;
+  o.clock = clock;
+  o.max_keys = options.max_keys;
+  o.shards = options.shards;
+  o.max_key_bytes = options.max_key_bytes;
+  absl::StatusOr<std::unique_ptr<Limiter>> l = Limiter::Create(
+      internal::ShareOfLimit(spec, options.fallback_instances), o);
+  // The share of a valid spec is valid, and the options were validated.
+  return l.ok() ? *std::move(l) : nullptr;
 }
 
 Decision InvalidArgumentDecision() {
@@ -73,6 +92,7 @@ class LeasedLimiter::Impl final : public internal::LeaseRegistry::Owner {
         registry_(this, options_.max_keys, options_.shards,
                   internal::LeaseRegistry::Growth::kRefusesWhenFull),
         credit_(book_.initial_credit()),
+        fallback_(MakeFallback(spec_, options_, clock_)),
         transport_(&connection_->client(), spec_, options_.key_prefix),
         reconciler_(&book_, &registry_, &transport_, clock_, options_.lease,
                     options_.key_prefix,
@@ -114,7 +134,7 @@ class LeasedLimiter::Impl final : public internal::LeaseRegistry::Owner {
   void Revive(LeaseEntry* e) override {
     e->flags.fetch_and(~kRetired, std::memory_order_seq_cst);
     // A charge request undone while it was retired: queue it again.
-    if (e->unsynced.load(std::memory_order_acquire) > 0) {
+    if (e->Uncharged() > 0) {
       reconciler_.RequestCharge(e);
     }
   }
@@ -183,7 +203,10 @@ class LeasedLimiter::Impl final : public internal::LeaseRegistry::Owner {
     }
     // acquire: pairs with the reconciler's flag updates.
     const uint32_t flags = e->flags.load(std::memory_order_acquire);
-    if (!(flags & kHasLease)) {
+    // Redis cannot decide for this key: its failure mode decides, instead
+    // of local credit (whose charge could not be made) or a wait.
+    const bool no_redis = (flags & kRedisFailed) || transport_.Down();
+    if (!(flags & kHasLease) && !no_redis) {
       switch (options_.lease.cold_key_policy) {
         case ColdKeyPolicy::kLocalShare:
           if (TakeLocalCredit(e, cost, &d)) return d;
@@ -210,6 +233,7 @@ class LeasedLimiter::Impl final : public internal::LeaseRegistry::Owner {
       // refusal ends (an idle key is not asked for again).
       e->flags.fetch_or(kWantedWhileDenied, std::memory_order_relaxed);
     }
+    if (no_redis) return FailureDecision(e, cost, d);
     if (flags & kDenied) {
       const int64_t until = e->deny_until_ns.load(std::memory_order_relaxed);
       // The reconciler's clock as of its last step (within one tick): a
@@ -244,6 +268,63 @@ class LeasedLimiter::Impl final : public internal::LeaseRegistry::Owner {
     d->source = DecisionSource::kLocalCredit;
     d->remaining = old - cost;
     return true;
+  }
+
+  // The failure mode's decision (`d`: the denial Redis's absence leads to,
+  // with its retry hint). Leases that arrive still pay first: this runs
+  // only after the balance came up short.
+  Decision FailureDecision(LeaseEntry* e, int64_t cost, Decision d) {
+    switch (options_.failure_mode) {
+      case FailureMode::kFailClosed:
+        Count(counters_.fail_closed_denied);
+        // The lease request (asked for above) is the probe: retry once it
+        // may have come back.
+        d.retry_after_ns =
+            std::max(book_.round_trip_ns(),
+                     absl::ToInt64Nanoseconds(options_.lease.tick));
+        return d;
+      case FailureMode::kFailOpen:
+        Count(counters_.fail_open_admitted);
+        d.allowed = true;
+        d.source = DecisionSource::kFailOpen;
+        d.retry_after_ns = 0;
+        ChargeLater(e, cost);
+        return d;
+      case FailureMode::kFailLocal:
+        break;
+    }
+    // Reads the clock: only during an outage (the local engine needs the
+    // time; the leased path does not).
+    Decision local = fallback_->TryAcquire(e->name(), cost, clock_->NowNanos());
+    local.source = DecisionSource::kFallback;
+    if (local.allowed) {
+      Count(counters_.fail_local_admitted);
+      ChargeLater(e, cost);
+    } else {
+      Count(counters_.fail_local_denied);
+    }
+    return local;
+  }
+
+  // OutageUsage::kCharge: the failure mode's admission is charged when
+  // Redis answers again.
+  void ChargeLater(LeaseEntry* e, int64_t cost) {
+    if (options_.outage_usage != OutageUsage::kCharge) return;
+    // acq_rel: as `unsynced` (the charge that the queue leads to sees it).
+    e->outage_unsynced.fetch_add(cost, std::memory_order_acq_rel);
+    reconciler_.RequestCharge(e);
+  }
+
+  // Shadow mode: a denial is admitted (and counted), never charged.
+  Decision Shadow(Decision d) {
+    if (!shadow_ || d.allowed || d.source == DecisionSource::kInvalidArgument) {
+      return d;
+    }
+    Count(counters_.shadow_denied);
+    d.allowed = true;
+    d.source = DecisionSource::kShadow;
+    d.retry_after_ns = 0;
+    return d;
   }
 
   bool WaitForLease(LeaseEntry* e, int64_t cost) {
@@ -299,6 +380,9 @@ class LeasedLimiter::Impl final : public internal::LeaseRegistry::Owner {
       d = Decide(wait_on, cost);
       // release: pairs with the reclaimer's acquire load of pins.
       wait_on->pins.fetch_sub(1, std::memory_order_release);
+    }
+    if (!d.allowed) [[unlikely]] {
+      d = Shadow(d);
     }
     return d;
   }
@@ -356,6 +440,16 @@ class LeasedLimiter::Impl final : public internal::LeaseRegistry::Owner {
     s.keys = static_cast<uint64_t>(registry_.size());
     s.batch_calls = reconciler_.batch_calls();
     s.redis = connection_->stats();
+    // relaxed: statistics.
+    s.fail_closed_denied =
+        counters_.fail_closed_denied.load(std::memory_order_relaxed);
+    s.fail_open_admitted =
+        counters_.fail_open_admitted.load(std::memory_order_relaxed);
+    s.fail_local_admitted =
+        counters_.fail_local_admitted.load(std::memory_order_relaxed);
+    s.fail_local_denied =
+        counters_.fail_local_denied.load(std::memory_order_relaxed);
+    s.shadow_denied = counters_.shadow_denied.load(std::memory_order_relaxed);
     return s;
   }
 
@@ -382,6 +476,20 @@ class LeasedLimiter::Impl final : public internal::LeaseRegistry::Owner {
   internal::LeaseBook book_;
   internal::LeaseRegistry registry_;
   const int64_t credit_;  // A: a new key's local credit (book_)
+  const bool shadow_ = options_.shadow;
+  // kFailLocal's engine (null for the other modes).
+  const std::unique_ptr<Limiter> fallback_;
+  // Counts of the failure and shadow paths (never the lease path). Relaxed:
+  // statistics. Own cache line: they are written during outages by every
+  // deciding thread, and must not slow the lines the lease path reads.
+  struct alignas(64) Counters {
+    std::atomic<uint64_t> fail_closed_denied{0}, fail_open_admitted{0},
+        fail_local_admitted{0}, fail_local_denied{0}, shadow_denied{0};
+  };
+  Counters counters_;
+  static void Count(std::atomic<uint64_t>& c) {
+    c.fetch_add(1, std::memory_order_relaxed);
+  }
   internal::RedisLeaseTransport transport_;
   internal::Reconciler reconciler_;
 };
@@ -444,6 +552,9 @@ absl::StatusOr<std::unique_ptr<LeasedLimiter>> LeasedLimiter::Create(
     const LimitSpec& spec, const LeasedLimiterOptions& options) {
   if (absl::Status s = internal::ValidateScriptSpec(spec); !s.ok()) return s;
   if (absl::Status s = options.Validate(); !s.ok()) return s;
+  if (absl::Status s = internal::CheckFailureOptions(spec, options); !s.ok()) {
+    return s;
+  }
   absl::StatusOr<std::shared_ptr<RedisConnection>> connection =
       internal::GivenOrNewConnection(options.connection, options.redis);
   if (!connection.ok()) return connection.status();
@@ -474,7 +585,7 @@ Decision LeasedLimiter::AfterSubtract(const LeaseHandle& handle, int64_t cost,
   if (!handle.expect_refusal_.load(std::memory_order_relaxed)) {
     handle.expect_refusal_.store(true, std::memory_order_relaxed);
   }
-  return impl_->Slow(e, cost, /*may_wait=*/true);
+  return impl_->Shadow(impl_->Slow(e, cost, /*may_wait=*/true));
 }
 
 Decision LeasedLimiter::SlowAcquire(const LeaseHandle& handle, int64_t cost) {
@@ -487,7 +598,7 @@ Decision LeasedLimiter::SlowAcquire(const LeaseHandle& handle, int64_t cost) {
       e->balance.load(std::memory_order_relaxed) >= cost) {
     handle.expect_refusal_.store(false, std::memory_order_relaxed);
   }
-  return impl_->Decide(e, cost);
+  return impl_->Shadow(impl_->Decide(e, cost));
 }
 
 absl::StatusOr<LeaseHandle> LeasedLimiter::Resolve(std::string_view key) {

@@ -44,6 +44,8 @@ absl::Status LeasedLimiterOptions::Validate() const {
                                   key_prefix),
       internal::ValidateKeySpace("LeasedLimiterOptions", max_keys, shards),
       internal::CheckMaxKeyBytes("LeasedLimiterOptions", max_key_bytes),
+      internal::CheckInteger("LeasedLimiterOptions.fallback_instances",
+                             fallback_instances, 1, 65536),
       lease.Validate(),
       connection == nullptr ? redis.Validate() : absl::OkStatus(),
   });

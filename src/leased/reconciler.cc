@@ -142,6 +142,13 @@ absl::Status Reconciler::Sync(absl::Duration timeout) {
 void Reconciler::Step() {
   const int64_t now = clock_->NowNanos();
   book_->BeginStep(now);
+  // Before the retries and expiries below: a recovery lets keys that backed
+  // off ask again in this step.
+  if (transport_->Down()) {
+    book_->OutageBegan();
+  } else {
+    book_->Recovered(now);
+  }
   LeaseCalls calls;
   const int64_t applied = ApplyReplies(now, &calls);
   bool return_all, force;

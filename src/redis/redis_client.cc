@@ -15,6 +15,7 @@
 #include <random>
 
 #include "absl/strings/str_cat.h"
+#include "redis/health_monitor.h"
 
 namespace tokenlease::internal {
 namespace {
@@ -57,6 +58,7 @@ struct RedisClient::Command {
   ReplyCallback done;
   int64_t timeout_ns = 0;
   int64_t deadline_ns = 0;  // steady clock
+  int64_t sent_ns = 0;      // steady clock: last written to a connection
   State state = State::kQueued;
   // `done` has run (timed out or failed) but hiredis still holds the command
   // as privdata: it is freed when hiredis calls back (reply or NULL).
@@ -86,10 +88,13 @@ struct RedisClient::Connection {
 // Everything only the client thread touches.
 class RedisClient::Loop {
  public:
-  explicit Loop(RedisClient* client) : client_(client), rng_(SteadyNowNs()) {
+  explicit Loop(RedisClient* client)
+      : client_(client), health_(client->options_), rng_(SteadyNowNs()) {
     EnableLibeventThreads();
     base_ = event_base_new();
     wake_ = event_new(base_, -1, 0, &Loop::OnWakeCb, this);
+    health_timer_ =
+        event_new(base_, -1, EV_PERSIST, &Loop::OnHealthTimerCb, this);
     reconnect_timer_ = evtimer_new(base_, &Loop::OnReconnectCb, this);
     grace_timer_ = evtimer_new(base_, &Loop::OnGraceCb, this);
     finish_ = event_new(base_, -1, 0, &Loop::OnFinishCb, this);
@@ -98,6 +103,7 @@ class RedisClient::Loop {
   ~Loop() {
     for (auto& c : conns_) FreeConnectionEvents(c.get());
     event_free(wake_);
+    event_free(health_timer_);
     event_free(reconnect_timer_);
     event_free(grace_timer_);
     event_free(finish_);
@@ -105,11 +111,19 @@ class RedisClient::Loop {
   }
 
   bool ok() const {
-    return base_ && wake_ && reconnect_timer_ && grace_timer_ && finish_;
+    return base_ && wake_ && health_timer_ && reconnect_timer_ &&
+           grace_timer_ && finish_;
   }
   event* wake_event() const { return wake_; }
 
   void Run() {
+    // A quarter of down_after (1 to 50 ms): a stall is noticed within
+    // 1.25 x down_after.
+    const int64_t period =
+        std::clamp<int64_t>(absl::ToInt64Nanoseconds(options().down_after) / 4,
+                            1'000'000, 50'000'000);
+    const timeval tv = ToTimeval(period);
+    evtimer_add(health_timer_, &tv);
     StartConnect();
     event_base_loop(base_, EVLOOP_NO_EXIT_ON_EMPTY);
   }
@@ -196,6 +210,8 @@ class RedisClient::Loop {
     }
     cmd->state = Command::State::kInFlight;
     cmd->conn = conn;
+    cmd->sent_ns = SteadyNowNs();
+    if (conn == current_) health_.OnSent(cmd->sent_ns);
     ++sent_;
     // relaxed: statistics.
     client_->counters_.commands_sent.fetch_add(1, std::memory_order_relaxed);
@@ -211,6 +227,11 @@ class RedisClient::Loop {
   void OnReply(Connection* conn, redisAsyncContext* ac, redisReply* r,
                Command* cmd) {
     if (cmd->completed) {  // timed out earlier; hiredis is done with it now
+      if (r != nullptr) {
+        // relaxed: statistics.
+        client_->counters_.late_replies.fetch_add(1, std::memory_order_relaxed);
+        NoteReply(conn, cmd);
+      }
       delete cmd;
       return;
     }
@@ -224,6 +245,7 @@ class RedisClient::Loop {
       return;
     }
     client_->counters_.replies.fetch_add(1, std::memory_order_relaxed);
+    NoteReply(conn, cmd);
     RedisReply reply = CopyReply(r);
     if (cmd->is_script && !cmd->sent_as_eval &&
         reply.ErrorStartsWith("NOSCRIPT") && !conn->hiredis_done) {
@@ -236,6 +258,15 @@ class RedisClient::Loop {
       }
     }
     Finish(cmd, std::move(reply));
+  }
+
+  // A sign of life: feeds the health monitor, and publishes a recovery at
+  // once (limiters resume leasing without waiting for the periodic check).
+  void NoteReply(Connection* conn, Command* cmd) {
+    if (conn != current_) return;
+    const int64_t now = SteadyNowNs();
+    health_.OnReply(now, now - cmd->sent_ns);
+    if (client_->health() != RedisHealth::kHealthy) UpdateHealth(now);
   }
 
   void CountFlush() {
@@ -286,13 +317,60 @@ class RedisClient::Loop {
                     last_error_, last_error_.empty() ? "" : ")")));
       return;
     }
-    // In flight: hiredis keeps the command until the teardown below calls
-    // back with NULL; the caller is answered now.
-    Connection* conn = cmd->conn;
+    // In flight: the caller is answered now; hiredis keeps the command
+    // until its late reply (discarded) or the connection's end. The
+    // connection stays: a slow Redis is not helped by a reconnect, and a
+    // dead one is reset by the health check (dead_after).
+    const int64_t now = SteadyNowNs();
+    if (cmd->conn == current_) health_.OnTimeout(now);
     Complete(cmd, absl::DeadlineExceededError(absl::StrCat(
                       "no reply from ", Where(), " within ", ms,
-                      "; the command may have run; the connection is reset")));
-    Teardown(conn, "a command timed out");
+                      "; the command may still run (its late reply is "
+                      "discarded)")));
+    UpdateHealth(now, /*may_reset=*/true);
+  }
+
+  // --- Health ---------------------------------------------------------------
+
+  static void OnHealthTimerCb(evutil_socket_t, short, void* arg) {
+    auto* loop = static_cast<Loop*>(arg);
+    loop->UpdateHealth(SteadyNowNs(), /*may_reset=*/true);
+  }
+
+  // Judges the health now, resets a dead connection (`may_reset`: only from
+  // our own events, never inside a hiredis callback), and publishes a
+  // change (atomic, counters, callback, log line).
+  void UpdateHealth(int64_t now, bool may_reset = false) {
+    if (stopped_) return;
+    HealthMonitor::Verdict v = health_.Judge(now);
+    if (may_reset && v.reset && current_ != nullptr &&
+        current_->state == Connection::State::kReady) {
+      // relaxed: statistics.
+      client_->counters_.resets.fetch_add(1, std::memory_order_relaxed);
+      Log(absl::StrCat("resetting the connection: ", v.reason));
+      Teardown(current_, v.reason);
+      v = health_.Judge(now);
+    }
+    const RedisHealth before = client_->health();
+    if (v.health == before) return;
+    // relaxed: a hint for limiters (RedisClient::health).
+    client_->health_.store(static_cast<uint8_t>(v.health),
+                           std::memory_order_relaxed);
+    if (v.health == RedisHealth::kDegraded) {
+      client_->counters_.degraded.fetch_add(1, std::memory_order_relaxed);
+    } else if (v.health == RedisHealth::kDown) {
+      client_->counters_.down.fetch_add(1, std::memory_order_relaxed);
+    }
+    Log(absl::StrCat(RedisHealthName(before), " -> ", RedisHealthName(v.health),
+                     ": ", v.reason));
+    if (options().on_health_change) {
+      options().on_health_change(RedisHealthEvent{before, v.health, v.reason});
+    }
+  }
+
+  void Log(const std::string& line) {
+    if (options().log)
+      options().log(absl::StrCat("redis ", Where(), ": ", line));
   }
 
   // --- Connections ----------------------------------------------------------
@@ -350,6 +428,10 @@ class RedisClient::Loop {
       ++conn->handshake_left;
       redisAsyncCommand(ac, &Loop::OnHandshakeCb, conn, "SELECT %d", ep.db);
     }
+    // Last: a TCP accept (a frozen server's kernel accepts too) is not a
+    // working Redis; its answer to PING is.
+    ++conn->handshake_left;
+    redisAsyncCommand(ac, &Loop::OnHandshakeCb, conn, "PING");
     current_ = conn;
     conns_.push_back(std::move(owned));
   }
@@ -371,7 +453,6 @@ class RedisClient::Loop {
       ScheduleReconnect();
       return;
     }
-    if (conn->handshake_left == 0) MarkReady(conn);
   }
 
   static void OnHandshakeCb(redisAsyncContext* ac, void* r, void* privdata) {
@@ -399,6 +480,7 @@ class RedisClient::Loop {
     // relaxed: monitoring.
     client_->connected_.store(true, std::memory_order_relaxed);
     client_->counters_.connects.fetch_add(1, std::memory_order_relaxed);
+    health_.OnReady(SteadyNowNs());
     // Everything that waited goes out in one pipelined write.
     const uint64_t sent_before = sent_;
     while (!waiting_.empty() && conn == current_) {
@@ -407,6 +489,7 @@ class RedisClient::Loop {
       waiting_.pop_front();
     }
     if (sent_ != sent_before) CountFlush();
+    UpdateHealth(SteadyNowNs());
   }
 
   static void OnConnectTimerCb(evutil_socket_t, short, void* arg) {
@@ -451,6 +534,13 @@ class RedisClient::Loop {
     if (current_ == conn) {
       current_ = nullptr;
       client_->connected_.store(false, std::memory_order_relaxed);
+      health_.OnClosed(!conn->close_reason.empty() ? conn->close_reason
+                       : !last_error_.empty()      ? last_error_
+                                                   : "connection closed");
+      // From a hiredis callback too: publishing only stores an atomic and
+      // calls the user's quick callback; a reset happens only from our own
+      // events (the connection is gone here anyway).
+      UpdateHealth(SteadyNowNs());
     }
   }
 
@@ -547,12 +637,15 @@ class RedisClient::Loop {
     }
     event_del(reconnect_timer_);
     event_del(grace_timer_);
+    event_del(health_timer_);
     event_base_loopbreak(base_);
   }
 
   RedisClient* client_;
+  HealthMonitor health_;
   event_base* base_ = nullptr;
   event* wake_ = nullptr;
+  event* health_timer_ = nullptr;
   event* reconnect_timer_ = nullptr;
   event* grace_timer_ = nullptr;
   event* finish_ = nullptr;
@@ -698,6 +791,11 @@ RedisStats RedisClient::stats() const {
       counters_.connect_failures.load(std::memory_order_relaxed);
   s.script_reloads = counters_.script_reloads.load(std::memory_order_relaxed);
   s.flushes = counters_.flushes.load(std::memory_order_relaxed);
+  s.late_replies = counters_.late_replies.load(std::memory_order_relaxed);
+  s.resets = counters_.resets.load(std::memory_order_relaxed);
+  s.degraded = counters_.degraded.load(std::memory_order_relaxed);
+  s.down = counters_.down.load(std::memory_order_relaxed);
+  s.health = health();
   return s;
 }
 

@@ -10,10 +10,15 @@
 // Callers on any thread Submit() commands; they go through a bounded
 // lock-free queue, and one wake-up of the loop sends everything queued as
 // one pipelined write. hiredis 0.14 has no timeouts, so every command and
-// every connect attempt has a libevent timer of ours. A connection whose
-// command timed out, or that broke, is freed from one of our own event
-// callbacks (never inside a hiredis callback) and replaced after an
-// exponential backoff with jitter.
+// every connect attempt has a libevent timer of ours. A command that times
+// out fails, and the connection stays (its late reply is discarded). A
+// connection that broke, or where nothing answered for dead_after, is
+// freed from one of our own event callbacks (never inside a hiredis
+// callback) and replaced after an exponential backoff with jitter; a
+// replacement is usable once its login and a PING were answered.
+//
+// Health (RedisHealth) is judged on the client thread by a periodic check
+// and at every reply, and published in one atomic for the limiters.
 //
 // Every submitted command's callback runs exactly once, on the client
 // thread (or, for a command still queued when the client is destroyed, on
@@ -105,6 +110,11 @@ class RedisClient {
     // relaxed: a monitoring hint only.
     return connected_.load(std::memory_order_relaxed);
   }
+  RedisHealth health() const {
+    // relaxed: a hint for limiters (which failure mode applies); either
+    // value gives a safe decision.
+    return static_cast<RedisHealth>(health_.load(std::memory_order_relaxed));
+  }
   const RedisEndpoint& endpoint() const { return endpoint_; }
 
  private:
@@ -131,10 +141,12 @@ class RedisClient {
   std::atomic<bool> wake_pending_{false};
   std::atomic<bool> stopping_{false};
   std::atomic<bool> connected_{false};
+  std::atomic<uint8_t> health_{static_cast<uint8_t>(RedisHealth::kDown)};
 
   struct Counters {
     std::atomic<uint64_t> commands_sent{0}, replies{0}, timeouts{0},
-        connects{0}, connect_failures{0}, script_reloads{0}, flushes{0};
+        connects{0}, connect_failures{0}, script_reloads{0}, flushes{0},
+        late_replies{0}, resets{0}, degraded{0}, down{0};
   };
   Counters counters_;
 

@@ -8,6 +8,19 @@
 #include "tokenlease/redis.h"
 
 namespace tokenlease {
+
+const char* RedisHealthName(RedisHealth h) {
+  switch (h) {
+    case RedisHealth::kHealthy:
+      return "healthy";
+    case RedisHealth::kDegraded:
+      return "degraded";
+    case RedisHealth::kDown:
+      return "down";
+  }
+  return "unknown";
+}
+
 absl::Status RedisOptions::Validate() const {
   absl::StatusOr<internal::RedisEndpoint> ep = internal::ParseRedisUrl(url);
   if (!ep.ok()) {
@@ -22,6 +35,13 @@ absl::Status RedisOptions::Validate() const {
                     minute),
       CheckDuration("RedisOptions.command_timeout", command_timeout, ms,
                     minute),
+      CheckDuration("RedisOptions.slow_reply", slow_reply, ms, minute),
+      CheckDuration("RedisOptions.degraded_hold", degraded_hold,
+                    absl::ZeroDuration(), minute),
+      CheckDuration("RedisOptions.down_after", down_after, ms,
+                    absl::Minutes(10)),
+      CheckDuration("RedisOptions.dead_after", dead_after, down_after,
+                    absl::Minutes(10)),
       CheckDuration("RedisOptions.reconnect_min_backoff", reconnect_min_backoff,
                     ms, minute),
       CheckDuration("RedisOptions.reconnect_max_backoff", reconnect_max_backoff,
@@ -63,6 +83,8 @@ std::string RedisConnection::endpoint() const {
 RedisStats RedisConnection::stats() const { return client_->stats(); }
 
 bool RedisConnection::connected() const { return client_->connected(); }
+
+RedisHealth RedisConnection::health() const { return client_->health(); }
 
 namespace internal {
 

@@ -7,12 +7,14 @@
 #include <atomic>
 #include <chrono>
 #include <memory>
+#include <mutex>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "base/mpsc_queue.h"
 #include "base/notification.h"
 #include "redis/endpoint.h"
+#include "redis/health_monitor.h"
 #include "testing/redis_test.h"
 #include "tokenlease/redis.h"
 
@@ -349,9 +351,50 @@ TEST_F(RedisClientTest, ReloadsAScriptAfterScriptFlush) {
   EXPECT_EQ(conn->stats().script_reloads, 1u);
 }
 
+// Polls `done` every millisecond until it holds or `bound` passes.
+template <typename Pred>
+bool WaitUntil(Pred done, absl::Duration bound = kWaitBound) {
+  const absl::Time end = absl::Now() + bound;
+  while (!done()) {
+    if (absl::Now() >= end) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  return true;
+}
+
+// Health transitions seen by RedisOptions::on_health_change (client thread).
+struct HealthLog {
+  std::mutex mu;
+  std::vector<RedisHealthEvent> events;
+  std::vector<std::string> lines;
+
+  void Attach(RedisOptions* o) {
+    o->on_health_change = [this](const RedisHealthEvent& e) {
+      std::lock_guard<std::mutex> lock(mu);
+      events.push_back(e);
+    };
+    o->log = [this](std::string_view line) {
+      std::lock_guard<std::mutex> lock(mu);
+      lines.emplace_back(line);
+    };
+  }
+  std::string Transitions() {
+    std::lock_guard<std::mutex> lock(mu);
+    std::string out;
+    for (const auto& e : events) {
+      absl::StrAppend(&out, out.empty() ? "" : " ", RedisHealthName(e.to));
+    }
+    return out;
+  }
+};
+
 TEST_F(RedisClientFaultTest, CommandDeadlineAgainstAFrozenServer) {
-  auto conn = NewConnection();
+  RedisOptions o;
+  HealthLog log;
+  log.Attach(&o);
+  auto conn = ConnectFast(url(), o);
   ASSERT_TRUE(CallUntilOk(conn->client(), {"PING"}).ok());
+  EXPECT_EQ(conn->health(), RedisHealth::kHealthy);
   server().Pause();  // SIGSTOP: the socket stays open, nothing answers
   const auto start = std::chrono::steady_clock::now();
   auto r = Call(conn->client(), {"PING"}, absl::Milliseconds(200));
@@ -359,19 +402,111 @@ TEST_F(RedisClientFaultTest, CommandDeadlineAgainstAFrozenServer) {
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().code(), absl::StatusCode::kDeadlineExceeded)
       << r.status();
-  EXPECT_THAT(r.status().message(), HasSubstr("may have run"));
+  EXPECT_THAT(r.status().message(), HasSubstr("may still run"));
   EXPECT_GE(took, std::chrono::milliseconds(150));
   EXPECT_LT(took, std::chrono::seconds(5));
   EXPECT_GE(conn->stats().timeouts, 1u);
-  // While frozen, new commands fail by their deadline too (the reconnect
-  // cannot finish its login).
-  r = Call(conn->client(), {"PING"}, absl::Milliseconds(100));
-  EXPECT_FALSE(r.ok());
+  // Nothing answered for down_after (250 ms) while a command waited.
+  EXPECT_TRUE(WaitUntil([&] { return conn->health() == RedisHealth::kDown; }))
+      << log.Transitions();
   server().Resume();
+  // The connection was kept: the late reply proves the server is back, and
+  // the next command needs no reconnect.
   r = CallUntilOk(conn->client(), {"PING"});
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_EQ(r->str, "PONG");
-  EXPECT_GE(conn->stats().connects, 2u);
+  const RedisStats s = conn->stats();
+  EXPECT_EQ(s.connects, 1u);
+  EXPECT_EQ(s.resets, 0u);
+  EXPECT_GE(s.late_replies, 1u);
+  EXPECT_GE(s.down, 1u);
+  EXPECT_NE(conn->health(), RedisHealth::kDown);
+  EXPECT_THAT(log.Transitions(), HasSubstr("healthy"));
+  EXPECT_THAT(log.Transitions(), HasSubstr("down"));
+  std::lock_guard<std::mutex> lock(log.mu);
+  ASSERT_FALSE(log.lines.empty());
+  EXPECT_THAT(log.lines.front(), HasSubstr("redis redis://127.0.0.1:"));
+}
+
+// A server frozen for longer than dead_after: the connection is reset, and
+// reconnect attempts against it do not count as connects (the kernel
+// accepts, but nobody answers the login's PING).
+TEST_F(RedisClientFaultTest, AServerFrozenPastDeadAfterIsReset) {
+  RedisOptions o;
+  o.down_after = absl::Milliseconds(50);
+  o.dead_after = absl::Milliseconds(200);
+  o.connect_timeout = absl::Milliseconds(100);
+  HealthLog log;
+  log.Attach(&o);
+  auto conn = ConnectFast(url(), o);
+  ASSERT_TRUE(CallUntilOk(conn->client(), {"PING"}).ok());
+  server().Pause();
+  auto r = Call(conn->client(), {"PING"}, absl::Seconds(10));
+  EXPECT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kUnavailable) << r.status();
+  EXPECT_THAT(r.status().message(), HasSubstr("no reply for"));
+  EXPECT_TRUE(WaitUntil([&] { return conn->stats().connect_failures >= 2; }));
+  RedisStats s = conn->stats();
+  EXPECT_EQ(s.resets, 1u);
+  EXPECT_EQ(s.connects, 1u);
+  EXPECT_FALSE(conn->connected());
+  EXPECT_EQ(conn->health(), RedisHealth::kDown);
+  server().Resume();
+  ASSERT_TRUE(CallUntilOk(conn->client(), {"PING"}).ok());
+  s = conn->stats();
+  EXPECT_EQ(s.connects, 2u);
+  EXPECT_TRUE(conn->connected());
+  {
+    std::lock_guard<std::mutex> lock(log.mu);
+    bool reset_logged = false;
+    for (const auto& l : log.lines) {
+      reset_logged |= l.find("resetting the connection") != std::string::npos;
+    }
+    EXPECT_TRUE(reset_logged);
+  }
+}
+
+// The health judgment alone, on made-up times (ns).
+TEST(HealthMonitorTest, FromRepliesTimeoutsAndTheConnection) {
+  RedisOptions o;
+  o.slow_reply = absl::Milliseconds(100);
+  o.degraded_hold = absl::Seconds(1);
+  o.down_after = absl::Milliseconds(250);
+  o.dead_after = absl::Seconds(5);
+  constexpr int64_t kMs = 1'000'000;
+  HealthMonitor h(o);
+  EXPECT_EQ(h.Judge(0).health, RedisHealth::kDown);
+  EXPECT_EQ(h.Judge(0).reason, "not connected yet");
+  h.OnReady(0);
+  EXPECT_EQ(h.Judge(0).health, RedisHealth::kHealthy);
+  h.OnSent(10 * kMs);
+  // Waiting, but not yet for down_after.
+  EXPECT_EQ(h.Judge(259 * kMs).health, RedisHealth::kHealthy);
+  HealthMonitor::Verdict v = h.Judge(260 * kMs);
+  EXPECT_EQ(v.health, RedisHealth::kDown);
+  EXPECT_THAT(v.reason, HasSubstr("while 1 commands waited"));
+  EXPECT_FALSE(v.reset);
+  EXPECT_TRUE(h.Judge(5010 * kMs).reset);
+  // The late reply: answering again, but slowly.
+  h.OnReply(400 * kMs, 390 * kMs);
+  v = h.Judge(400 * kMs);
+  EXPECT_EQ(v.health, RedisHealth::kDegraded);
+  EXPECT_THAT(v.reason, HasSubstr("a reply took 390ms"));
+  EXPECT_EQ(h.Judge(1399 * kMs).health, RedisHealth::kDegraded);
+  EXPECT_EQ(h.Judge(1400 * kMs).health, RedisHealth::kHealthy);
+  // A timeout degrades too; a quick reply does not.
+  h.OnSent(2000 * kMs);
+  h.OnReply(2001 * kMs, 1 * kMs);
+  EXPECT_EQ(h.Judge(2001 * kMs).health, RedisHealth::kHealthy);
+  h.OnTimeout(3000 * kMs);
+  EXPECT_EQ(h.Judge(3000 * kMs).health, RedisHealth::kDegraded);
+  // Nothing in flight: silence is not a stall.
+  EXPECT_EQ(h.Judge(9000 * kMs).health, RedisHealth::kHealthy);
+  h.OnClosed("connection refused");
+  v = h.Judge(9000 * kMs);
+  EXPECT_EQ(v.health, RedisHealth::kDown);
+  EXPECT_EQ(v.reason, "connection refused");
+  EXPECT_EQ(h.in_flight(), 0);
 }
 
 TEST_F(RedisClientFaultTest, ReconnectsAfterKillAndRestart) {

@@ -113,10 +113,13 @@ absl::StatusOr<RedisSetup> SetUpRedis(DemoOptions& o) {
 
 class Parent {
  public:
-  Parent(const DemoOptions& o, RedisProbe* probe)
+  // `redis_pid`: the private server's process (-1 for none), for
+  // --outage_at.
+  Parent(const DemoOptions& o, RedisProbe* probe, pid_t redis_pid)
       : o_(o),
         probe_(probe),
-        prefix_(absl::StrCat("lh:", getpid(), ":", SteadyNs() % 1000000, ":")) {
+        prefix_(absl::StrCat("lh:", getpid(), ":", SteadyNs() % 1000000, ":")),
+        redis_pid_(redis_pid) {
     run_.windows = NumWindows(o);
     redis_.ok = probe != nullptr;
     redis_.mem_per_window.assign(run_.windows, -1);
@@ -139,6 +142,7 @@ class Parent {
         break;
       }
       SendStartIfReady();
+      DriveOutage();
       if (TimedOut()) {
         std::fprintf(stderr, "timed out waiting for the instances\n");
         KillAll();
@@ -185,6 +189,7 @@ class Parent {
   // SIGTERM ends an instance (it has no handler); SIGCONT lets a stopped one
   // receive it.
   void KillAll() {
+    EndOutage();
     for (const ChildProcess& c : procs_) {
       Signal(c, SIGTERM);
       Signal(c, SIGCONT);
@@ -257,8 +262,31 @@ class Parent {
     return run_.start_ns == 0 ? now > ready_deadline_ : now > end_deadline_;
   }
 
-  // Redis memory, once per window while the instances run.
+  // --outage_at: stops the private redis-server (SIGSTOP) at that time
+  // into the run, and lets it go on (SIGCONT) --outage_seconds later.
+  void DriveOutage() {
+    if (o_.outage_at <= 0 || redis_pid_ <= 0 || run_.start_ns == 0) return;
+    const double t = static_cast<double>(SteadyNs() - run_.start_ns) / 1e9;
+    if (outage_ == Outage::kBefore && t >= o_.outage_at) {
+      kill(redis_pid_, SIGSTOP);
+      outage_ = Outage::kStopped;
+      if (o_.live) std::printf("# t=%.2fs: redis-server stopped\n", t);
+    } else if (outage_ == Outage::kStopped &&
+               t >= o_.outage_at + o_.outage_seconds) {
+      EndOutage();
+      if (o_.live) std::printf("# t=%.2fs: redis-server resumed\n", t);
+    }
+  }
+  void EndOutage() {
+    if (outage_ != Outage::kStopped) return;
+    kill(redis_pid_, SIGCONT);
+    outage_ = Outage::kOver;
+  }
+
+  // Redis memory, once per window while the instances run (not while it
+  // is stopped: the probe would wait).
   void SampleRedisMemory() {
+    if (outage_ == Outage::kStopped) return;
     if (run_.start_ns == 0 || next_mem_w_ >= run_.windows) return;
     if (SteadyNs() < run_.start_ns + (next_mem_w_ + 1) * WindowNs(o_)) return;
     if (probe_ != nullptr) {
@@ -342,6 +370,7 @@ class Parent {
 
   // Reaps the instances, then the CSV and the summary.
   int Finish() {
+    EndOutage();
     for (ChildProcess& c : procs_) {
       const int status = Reap(c);
       if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
@@ -379,6 +408,8 @@ class Parent {
   RunRecord run_;
   RedisFigures redis_;
   int64_t cpu_before_usec_ = -1;  // the server's CPU time before the run
+  const pid_t redis_pid_;
+  enum class Outage { kBefore, kStopped, kOver } outage_ = Outage::kBefore;
   const int64_t ready_deadline_ = SteadyNs() + kReadyTimeoutNs;
   int64_t end_deadline_ = 0;
   int64_t next_mem_w_ = 0;
@@ -389,6 +420,13 @@ class Parent {
 int RunParent(DemoOptions o) {
   InstallSignalHandlers();
   if (o.csv == kCsvAuto) o.csv = AutoCsvPath(o);
+  if (o.outage_at > 0 && (!o.url.empty() || o.mode == Mode::kLocal)) {
+    std::fprintf(stderr,
+                 "tokenlease demo: --outage_at stops the demo's private "
+                 "redis-server; it cannot be used with --url or "
+                 "--mode=local\n");
+    return 1;
+  }
   absl::StatusOr<RedisSetup> redis = SetUpRedis(o);
   if (!redis.ok()) {
     if (Interrupted()) {
@@ -401,8 +439,9 @@ int RunParent(DemoOptions o) {
   }
   std::printf("%s", Banner(o).c_str());
   std::fflush(stdout);
-  const int rc =
-      Parent(o, redis->probe.has_value() ? &*redis->probe : nullptr).Run();
+  const int rc = Parent(o, redis->probe.has_value() ? &*redis->probe : nullptr,
+                        redis->server != nullptr ? redis->server->pid() : -1)
+                     .Run();
   std::printf("# load average after the run: %s\n", LoadAverage().c_str());
   return rc;  // ~RedisSetup stops the private server and removes its dir
 }

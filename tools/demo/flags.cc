@@ -41,6 +41,12 @@ constexpr Choice<ColdKeyPolicy> kColdKeyPolicies[] = {
     {"deny", ColdKeyPolicy::kDeny},
     {"wait", ColdKeyPolicy::kWait},
     {"local_share", ColdKeyPolicy::kLocalShare}};
+constexpr Choice<FailureMode> kFailureModes[] = {
+    {"fail_closed", FailureMode::kFailClosed},
+    {"fail_open", FailureMode::kFailOpen},
+    {"fail_local", FailureMode::kFailLocal}};
+constexpr Choice<OutageUsage> kOutageUsages[] = {
+    {"forget", OutageUsage::kForget}, {"charge", OutageUsage::kCharge}};
 constexpr Choice<Algorithm> kAlgorithms[] = {
     {"token_bucket", Algorithm::kTokenBucket},
     {"gcra", Algorithm::kGcra},
@@ -167,6 +173,21 @@ ABSL_FLAG(std::string, algorithm,
           tokenlease::tools::AlgorithmFlagName(kDefaults.algorithm),
           "local mode: token_bucket, gcra, fixed_window, sliding_counter or "
           "sliding_log; leased and direct mode use token_bucket");
+ABSL_FLAG(std::string, failure_mode,
+          tokenlease::FailureModeName(kDefaults.failure_mode),
+          "leased mode: LeasedLimiterOptions::failure_mode while Redis cannot "
+          "decide: fail_closed, fail_open or fail_local");
+ABSL_FLAG(int, fallback_instances, kDefaults.fallback_instances,
+          "leased mode: LeasedLimiterOptions::fallback_instances for "
+          "fail_local (0: --instances)");
+ABSL_FLAG(std::string, outage_usage, "forget",
+          "leased mode: LeasedLimiterOptions::outage_usage, forget or charge "
+          "(charge what fail_open/fail_local admitted when Redis is back)");
+ABSL_FLAG(double, outage_at, kDefaults.outage_at,
+          "seconds into the run at which the private redis-server is "
+          "stopped (SIGSTOP) for --outage_seconds; 0: no outage");
+ABSL_FLAG(double, outage_seconds, kDefaults.outage_seconds,
+          "how long the outage lasts, in seconds");
 ABSL_FLAG(bool, live, kDefaults.live,
           "print a row per window as it closes; --nolive or --live=false: "
           "only the summary");
@@ -205,6 +226,13 @@ absl::Status ValidateLoad(const DemoOptions& o) {
   s.Update(Check(o.zipf_s > 0, absl::StrCat("--zipf_s is ", o.zipf_s,
                                             "; it must be more than 0")));
   s.Update(InRange("sample_every", o.sample_every, 1, 1'000'000'000));
+  s.Update(InRange("fallback_instances", o.fallback_instances, 0, 65536));
+  s.Update(Check(o.outage_at >= 0 && o.outage_at < o.seconds,
+                 absl::StrCat("--outage_at is ", o.outage_at,
+                              "; it must be 0 (none) or within --seconds")));
+  s.Update(Check(o.outage_seconds > 0 && o.outage_seconds <= kMaxSeconds,
+                 absl::StrCat("--outage_seconds is ", o.outage_seconds,
+                              "; it must be more than 0")));
   return s;
 }
 
@@ -253,6 +281,12 @@ absl::StatusOr<DemoOptions> OptionsFromFlags() {
                                 &o.keys));
   s.Update(ParseChoice<Pacing>("pacing", absl::GetFlag(FLAGS_pacing), kPacings,
                                &o.pacing));
+  s.Update(ParseChoice<FailureMode>("failure_mode",
+                                    absl::GetFlag(FLAGS_failure_mode),
+                                    kFailureModes, &o.failure_mode));
+  s.Update(ParseChoice<OutageUsage>("outage_usage",
+                                    absl::GetFlag(FLAGS_outage_usage),
+                                    kOutageUsages, &o.outage_usage));
   s.Update(ParseChoice<ColdKeyPolicy>("cold_key_policy",
                                       absl::GetFlag(FLAGS_cold_key_policy),
                                       kColdKeyPolicies, &o.cold_key_policy));
@@ -277,6 +311,9 @@ absl::StatusOr<DemoOptions> OptionsFromFlags() {
   o.local_share = absl::GetFlag(FLAGS_local_share);
   o.charge_delay_ms = absl::GetFlag(FLAGS_charge_delay_ms);
   o.live = absl::GetFlag(FLAGS_live);
+  o.fallback_instances = absl::GetFlag(FLAGS_fallback_instances);
+  o.outage_at = absl::GetFlag(FLAGS_outage_at);
+  o.outage_seconds = absl::GetFlag(FLAGS_outage_seconds);
   if (s = ValidateOptions(o); !s.ok()) return s;
   return o;
 }

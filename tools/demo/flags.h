@@ -69,6 +69,17 @@ struct DemoOptions {
       static_cast<int>(absl::ToInt64Milliseconds(LeaseOptions{}.charge_delay));
   Algorithm algorithm = Algorithm::kTokenBucket;  // --mode=local only
   bool live = true;
+  FailureMode failure_mode = FailureMode::kFailClosed;  // leased mode
+  int fallback_instances = 0;                           // 0: --instances
+  OutageUsage outage_usage = OutageUsage::kForget;
+  // Seconds into the run at which the private redis-server is stopped
+  // (SIGSTOP) for outage_seconds; 0: no outage.
+  double outage_at = 0;
+  double outage_seconds = 5;
+  // The fallback share's instance count: fallback_instances, else all.
+  int FallbackInstances() const {
+    return fallback_instances > 0 ? fallback_instances : instances;
+  }
 
   // The offered rate with the default applied.
   double OfferedRate() const {

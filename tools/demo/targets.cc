@@ -96,6 +96,9 @@ class LeasedTarget : public HandleTarget<LeasedLimiter, LeaseHandle> {
     options.connection = *connection;
     options.key_prefix = prefix;
     options.lease = MakeLeaseOptions(o);
+    options.failure_mode = o.failure_mode;
+    options.fallback_instances = o.FallbackInstances();
+    options.outage_usage = o.outage_usage;
     absl::StatusOr<std::unique_ptr<LeasedLimiter>> limiter =
         LeasedLimiter::Create(LimitSpec::TokenBucket(o.limit, kPeriod),
                               options);

@@ -1,0 +1,64 @@
+#include "leased/failure_mode.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+
+namespace tokenlease {
+
+const char* FailureModeName(FailureMode m) {
+  switch (m) {
+    case FailureMode::kFailClosed:
+      return "fail_closed";
+    case FailureMode::kFailOpen:
+      return "fail_open";
+    case FailureMode::kFailLocal:
+      return "fail_local";
+  }
+  return "unknown";
+}
+
+namespace internal {
+
+LimitSpec ShareOfLimit(const LimitSpec& spec, int32_t instances) {
+  LimitSpec share = spec;
+  const int64_t n = std::max<int32_t>(1, instances);
+  for (Band& b : share.bands) {
+    b.limit = std::max<int64_t>(1, b.limit / n);
+    if (b.burst > 0) b.burst = std::max<int64_t>(1, b.burst / n);
+  }
+  return share;
+}
+
+absl::Status CheckFailureOptions(const LimitSpec& spec,
+                                 const LeasedLimiterOptions& options) {
+  if (static_cast<uint8_t>(options.failure_mode) >
+      static_cast<uint8_t>(FailureMode::kFailLocal)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("LeasedLimiterOptions.failure_mode is ",
+                     static_cast<int>(options.failure_mode),
+                     "; it must be kFailClosed, kFailOpen or kFailLocal"));
+  }
+  if (options.outage_usage == OutageUsage::kForget) return absl::OkStatus();
+  if (options.outage_usage != OutageUsage::kCharge) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("LeasedLimiterOptions.outage_usage is ",
+                     static_cast<int>(options.outage_usage),
+                     "; it must be kForget or kCharge"));
+  }
+  for (size_t i = 0; i < spec.bands.size(); ++i) {
+    const Algorithm a = spec.bands[i].algorithm;
+    if (a != Algorithm::kTokenBucket && a != Algorithm::kGcra) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "LeasedLimiterOptions.outage_usage is kCharge, but bands[", i,
+          "] is a ", AlgorithmName(a),
+          " limit: an outage's usage would be charged to a window after the "
+          "one it was admitted in; use OutageUsage::kForget for window "
+          "limits"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace internal
+}  // namespace tokenlease
