@@ -51,8 +51,10 @@ enum class FailureMode : uint8_t {
   kFailOpen,
   // Enforce a local share (source kFallback): each instance decides alone
   // with the limit divided by `fallback_instances` (every band's limit and
-  // burst, rounded down, at least 1), in an in-process engine whose keys
-  // start full when an outage begins.
+  // burst, rounded down, at least 1: with a limit below the instance count
+  // the instances together admit up to one token per band each), in an
+  // in-process engine. A key's share starts full on its first such decision
+  // and is kept (refilling) across outages.
   kFailLocal,
 };
 
@@ -202,8 +204,7 @@ struct LeaseStats {
   uint64_t spare_misses = 0;
   uint64_t keys = 0;  // keys in memory now
   // Decisions made while Redis could not decide for their key
-  // (FailureMode), and tokens so admitted that were charged later
-  // (OutageUsage::kCharge) or dropped because the key was evicted first.
+  // (FailureMode).
   uint64_t fail_closed_denied = 0;
   uint64_t fail_open_admitted = 0;
   uint64_t fail_local_admitted = 0;

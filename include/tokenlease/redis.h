@@ -27,7 +27,8 @@ enum class RedisHealth : uint8_t {
   // `slow_reply` (no command timed out).
   kHealthy,
   // Answering, but a reply took longer than `slow_reply` or a command timed
-  // out within the last `degraded_hold`. Limiters keep using Redis.
+  // out within the last `degraded_hold`; also the state of a new connection
+  // until its first connect attempt ends. Limiters keep using Redis.
   kDegraded,
   // No connection whose login (and PING) was answered, or nothing answered
   // for `down_after` while commands waited. Limiters apply their failure
@@ -89,11 +90,12 @@ struct RedisOptions {
   // before they are failed with Cancelled. 0 .. 1 min.
   absl::Duration shutdown_grace = absl::Seconds(1);
   // Called on the client thread at every health transition (also the first,
-  // kDown to kHealthy). Must be quick and must not block. Empty: none.
+  // kDegraded to kHealthy or kDown). Must be quick and must not block. Empty:
+  // none.
   std::function<void(const RedisHealthEvent&)> on_health_change;
-  // Receives one line per notable event (health transitions, connect
-  // failures, connection resets), on the client thread; never carries a
-  // credential. Empty: none.
+  // Receives one line per health transition (with its reason, such as the
+  // last connect error) and per connection reset, on the client thread;
+  // never carries a credential. Empty: none.
   std::function<void(std::string_view line)> log;
 
   // OK, or InvalidArgument naming the field, its value and the accepted
@@ -119,7 +121,7 @@ struct RedisStats {
   uint64_t resets = 0;    // connections reset: nothing answered dead_after
   uint64_t degraded = 0;  // transitions into kDegraded
   uint64_t down = 0;      // transitions into kDown (not the initial state)
-  RedisHealth health = RedisHealth::kDown;  // now
+  RedisHealth health = RedisHealth::kDegraded;  // now
 };
 
 // A shared handle to one Redis client thread. Limiters that take a

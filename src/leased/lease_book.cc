@@ -493,8 +493,11 @@ void LeaseBook::Expire(int64_t now, LeaseCalls* out,
     }
     denied_[i] = denied_.back();
     denied_.pop_back();
-    const uint32_t before = e->flags.fetch_and(~(kDenied | kWantedWhileDenied),
-                                               std::memory_order_acq_rel);
+    // kRedisFailed too: an idle key must become evictable; while Redis is
+    // still down the connection's health keeps the failure mode on.
+    const uint32_t before =
+        e->flags.fetch_and(~(kDenied | kWantedWhileDenied | kRedisFailed),
+                           std::memory_order_acq_rel);
     // Ask again at once only if decisions were denied meanwhile and the key
     // is below its low-water mark; an idle key is left alone (and can be
     // evicted), so an outage does not turn into polling every key.

@@ -293,6 +293,10 @@ class LeasedLimiter::Impl final : public internal::LeaseRegistry::Owner {
       case FailureMode::kFailLocal:
         break;
     }
+    if (fallback_ == nullptr) [[unlikely]] {  // Create checked it; defensive
+      Count(counters_.fail_closed_denied);
+      return d;
+    }
     // Reads the clock: only during an outage (the local engine needs the
     // time; the leased path does not).
     Decision local = fallback_->TryAcquire(e->name(), cost, clock_->NowNanos());
@@ -554,6 +558,21 @@ absl::StatusOr<std::unique_ptr<LeasedLimiter>> LeasedLimiter::Create(
   if (absl::Status s = options.Validate(); !s.ok()) return s;
   if (absl::Status s = internal::CheckFailureOptions(spec, options); !s.ok()) {
     return s;
+  }
+  if (options.failure_mode == FailureMode::kFailLocal) {
+    // The share must be a limit the local engine can keep exactly.
+    LimiterOptions o;
+    o.max_keys = options.max_keys;
+    o.shards = options.shards;
+    o.max_key_bytes = options.max_key_bytes;
+    absl::StatusOr<std::unique_ptr<Limiter>> share = Limiter::Create(
+        internal::ShareOfLimit(spec, options.fallback_instances), o);
+    if (!share.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "FailureMode::kFailLocal: the share of one of ",
+          options.fallback_instances, " instances is not a valid local limit (",
+          share.status().message(), "); choose another fallback_instances"));
+    }
   }
   absl::StatusOr<std::shared_ptr<RedisConnection>> connection =
       internal::GivenOrNewConnection(options.connection, options.redis);

@@ -21,12 +21,14 @@ HealthMonitor::HealthMonitor(const RedisOptions& options)
       dead_after_ns_(absl::ToInt64Nanoseconds(options.dead_after)) {}
 
 void HealthMonitor::OnReady(int64_t now_ns) {
+  first_connect_ = false;
   ready_ = true;
   in_flight_ = 0;
   progress_ns_ = now_ns;
 }
 
 void HealthMonitor::OnClosed(std::string reason) {
+  first_connect_ = false;
   ready_ = false;
   in_flight_ = 0;
   closed_reason_ = std::move(reason);
@@ -57,7 +59,9 @@ void HealthMonitor::OnTimeout(int64_t now_ns) {
 HealthMonitor::Verdict HealthMonitor::Judge(int64_t now_ns) const {
   Verdict v;
   if (!ready_) {
-    v.reason = closed_reason_;
+    if (first_connect_) v.health = RedisHealth::kDegraded;
+    v.reason =
+        first_connect_ ? "connecting for the first time" : closed_reason_;
     return v;
   }
   const int64_t silent = now_ns - progress_ns_;

@@ -52,6 +52,10 @@ class HealthMonitor {
   const int64_t dead_after_ns_;
 
   bool ready_ = false;
+  // No connect attempt has ended yet: kDegraded, not kDown, so that
+  // limiters created at start-up use their cold-key policies while the first
+  // connect finishes (a first connect that fails makes it kDown).
+  bool first_connect_ = true;
   std::string closed_reason_ = "not connected yet";
   int64_t in_flight_ = 0;
   // The last sign of life while commands wait: the last reply, or the

@@ -141,7 +141,8 @@ class RedisClient {
   std::atomic<bool> wake_pending_{false};
   std::atomic<bool> stopping_{false};
   std::atomic<bool> connected_{false};
-  std::atomic<uint8_t> health_{static_cast<uint8_t>(RedisHealth::kDown)};
+  // kDegraded until the first connect attempt ends (HealthMonitor).
+  std::atomic<uint8_t> health_{static_cast<uint8_t>(RedisHealth::kDegraded)};
 
   struct Counters {
     std::atomic<uint64_t> commands_sent{0}, replies{0}, timeouts{0},

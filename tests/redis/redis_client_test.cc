@@ -475,8 +475,9 @@ TEST(HealthMonitorTest, FromRepliesTimeoutsAndTheConnection) {
   o.dead_after = absl::Seconds(5);
   constexpr int64_t kMs = 1'000'000;
   HealthMonitor h(o);
-  EXPECT_EQ(h.Judge(0).health, RedisHealth::kDown);
-  EXPECT_EQ(h.Judge(0).reason, "not connected yet");
+  // Connecting for the first time: not an outage yet.
+  EXPECT_EQ(h.Judge(0).health, RedisHealth::kDegraded);
+  EXPECT_EQ(h.Judge(0).reason, "connecting for the first time");
   h.OnReady(0);
   EXPECT_EQ(h.Judge(0).health, RedisHealth::kHealthy);
   h.OnSent(10 * kMs);
