@@ -439,7 +439,8 @@ int main(int argc, char** argv) {
     sha_lens.push_back(s.size());
   }
 
-  std::printf("# direct_bench %s, %.1f s per run\n", url.c_str(), seconds);
+  std::printf("# direct_bench %s, %.1f s per run\n",
+              tokenlease::internal::RedactRedisUrl(url).c_str(), seconds);
   std::printf("%-8s %-7s %12s %10s %10s %7s\n", "callers", "mode",
               "decisions/s", "p50_us", "p99_us", "errors");
   for (int n : callers) {

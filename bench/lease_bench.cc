@@ -303,7 +303,16 @@ int main(int argc, char** argv) {
                  "bench/run_lease_bench.sh, which starts a redis-server)\n");
     return 1;
   }
-  benchmark::AddCustomContext("redis", url);
+  // The endpoint without credentials (the URL may carry a password).
+  tokenlease::RedisOptions redis_options;
+  redis_options.url = url;
+  auto conn = tokenlease::RedisConnection::Create(redis_options);
+  if (!conn.ok()) {
+    std::fprintf(stderr, "lease_bench: %s\n", conn.status().ToString().c_str());
+    return 1;
+  }
+  benchmark::AddCustomContext("redis", (*conn)->endpoint());
+  conn->reset();
   benchmark::AddCustomContext(
       "spec/admit", tokenlease::DescribeSpec(tokenlease_bench::SpecFor(
                         tokenlease_bench::Load::kAdmit)));

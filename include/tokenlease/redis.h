@@ -94,8 +94,10 @@ struct RedisOptions {
   // none.
   std::function<void(const RedisHealthEvent&)> on_health_change;
   // Receives one line per health transition (with its reason, such as the
-  // last connect error) and per connection reset, on the client thread;
-  // never carries a credential. Empty: none.
+  // last connect error), per connection reset, and per new reason a
+  // connection cannot be made or was lost (a refused AUTH, a refused
+  // connect; repeated attempts for the same reason log once), on the client
+  // thread; never carries a credential. Empty: none.
   std::function<void(std::string_view line)> log;
 
   // OK, or InvalidArgument naming the field, its value and the accepted

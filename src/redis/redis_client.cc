@@ -477,6 +477,7 @@ class RedisClient::Loop {
     FreeTimer(&conn->connect_timer);
     backoff_attempt_ = 0;
     last_error_.clear();
+    logged_error_.clear();
     // relaxed: monitoring.
     client_->connected_.store(true, std::memory_order_relaxed);
     client_->counters_.connects.fetch_add(1, std::memory_order_relaxed);
@@ -558,7 +559,16 @@ class RedisClient::Loop {
   }
 
   void ScheduleReconnect() {
-    if (stopped_ || evtimer_pending(reconnect_timer_, nullptr)) return;
+    if (stopped_) return;
+    // Why the server cannot be used, once per reason (a refused AUTH after
+    // a password change must reach the operator; an outage must not flood
+    // the log with one line per attempt).
+    if (!last_error_.empty() && last_error_ != logged_error_) {
+      Log(absl::StrCat("no connection: ", last_error_,
+                       " (retrying with backoff)"));
+      logged_error_ = last_error_;
+    }
+    if (evtimer_pending(reconnect_timer_, nullptr)) return;
     const int64_t min_ns =
         absl::ToInt64Nanoseconds(options().reconnect_min_backoff);
     const int64_t max_ns =
@@ -653,6 +663,7 @@ class RedisClient::Loop {
   std::vector<std::unique_ptr<Connection>> conns_;
   Connection* current_ = nullptr;
   std::string last_error_;
+  std::string logged_error_;  // the last last_error_ logged
   int backoff_attempt_ = 0;
   int64_t outstanding_ = 0;  // accepted commands whose `done` has not run
   uint64_t sent_ = 0;

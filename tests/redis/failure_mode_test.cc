@@ -13,6 +13,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "testing/redis_test.h"
+#include "testing/wait.h"
 #include "tokenlease/direct.h"
 #include "tokenlease/leased.h"
 
@@ -21,18 +22,8 @@ namespace {
 
 using ::testing::HasSubstr;
 
-constexpr absl::Duration kWaitBound = absl::Seconds(20);
-
-// Polls `done` every millisecond until it holds or kWaitBound passes.
-template <typename Pred>
-bool WaitUntil(Pred done) {
-  const absl::Time end = absl::Now() + kWaitBound;
-  while (!done()) {
-    if (absl::Now() >= end) return false;
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  }
-  return true;
-}
+using testing::kWaitBound;
+using testing::WaitUntil;
 
 enum class Fault { kFreeze, kKillAndRestartEmpty };
 

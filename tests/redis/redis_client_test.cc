@@ -16,6 +16,7 @@
 #include "redis/endpoint.h"
 #include "redis/health_monitor.h"
 #include "testing/redis_test.h"
+#include "testing/wait.h"
 #include "tokenlease/redis.h"
 
 namespace tokenlease::internal {
@@ -26,7 +27,8 @@ using ::testing::Not;
 using ::tokenlease::testing::ConnectFast;
 
 // Every wait in these tests is bounded by this.
-constexpr absl::Duration kWaitBound = absl::Seconds(20);
+using testing::kWaitBound;
+using testing::WaitUntil;
 
 absl::StatusOr<RedisReply> Call(RedisClient& client,
                                 std::vector<std::string> argv,
@@ -349,17 +351,6 @@ TEST_F(RedisClientTest, ReloadsAScriptAfterScriptFlush) {
   ASSERT_TRUE(r.ok());
   EXPECT_EQ(r->integer, 3);
   EXPECT_EQ(conn->stats().script_reloads, 1u);
-}
-
-// Polls `done` every millisecond until it holds or `bound` passes.
-template <typename Pred>
-bool WaitUntil(Pred done, absl::Duration bound = kWaitBound) {
-  const absl::Time end = absl::Now() + bound;
-  while (!done()) {
-    if (absl::Now() >= end) return false;
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  }
-  return true;
 }
 
 // Health transitions seen by RedisOptions::on_health_change (client thread).

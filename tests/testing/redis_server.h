@@ -1,6 +1,7 @@
 // A redis-server process for tests (redis_test.h: one shared per binary,
 // or a private one per test): started on a free 127.0.0.1 port (and
-// optionally a unix socket) with no persistence, stopped by the destructor,
+// optionally a unix socket) with no persistence unless asked, and DEBUG
+// allowed from loopback (DEBUG SLEEP is a fault), stopped by the destructor,
 // also when the test fails, and killed with the thread that started it
 // (PR_SET_PDEATHSIG) if the test process dies first. Faults are real
 // signals: Pause() is SIGSTOP, Kill() is SIGKILL.
@@ -12,6 +13,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -31,6 +33,9 @@ struct RedisServerOptions {
   std::string acl_password{};
   // Also listen on a unix socket in the server's temporary directory.
   bool unix_socket = false;
+  // An append-only file written with fsync on every write, kept across
+  // Kill and Restart: a kill -9 loses nothing. Default: no persistence.
+  bool persistent = false;
 };
 
 class RedisServer {
@@ -56,6 +61,11 @@ class RedisServer {
   const std::string& socket_path() const { return socket_path_; }
   // "redis://127.0.0.1:<port>" (no credentials).
   std::string url() const;
+  // The password Command() and Restart() use from now on; the caller has
+  // changed the server's own (CONFIG SET requirepass) or will.
+  void set_password(std::string password) {
+    options_.password = std::move(password);
+  }
 
   // Runs one command on a fresh synchronous connection (authenticated as
   // the default user if a password is set); returns the reply rendered as

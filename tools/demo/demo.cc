@@ -165,14 +165,14 @@ class Parent {
   // it, so a Ctrl-C now cannot kill one before it can ignore it.
   absl::Status SpawnAll() {
     const std::vector<std::string> args =
-        DemoFlagArgs({{"url", o_.url}, {"csv", ""}});
+        DemoFlagArgs({{"url", ""}, {"csv", ""}});  // the URL: environment
     sigset_t sigint, old_mask;
     sigemptyset(&sigint);
     sigaddset(&sigint, SIGINT);
     sigprocmask(SIG_BLOCK, &sigint, &old_mask);
     absl::Status status;
     for (int i = 0; i < o_.instances && status.ok(); ++i) {
-      absl::StatusOr<ChildProcess> c = SpawnInstance(i, args, prefix_);
+      absl::StatusOr<ChildProcess> c = SpawnInstance(i, args, prefix_, o_.url);
       if (!c.ok()) {
         status = c.status();
         break;

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <string>
 #include <utility>
 #include <vector>
@@ -135,8 +136,9 @@ ABSL_FLAG(std::string, csv, kDefaults.csv,
           "$TMPDIR/tokenlease_demo_<mode>_<keys>_<time>.csv; empty: none");
 ABSL_FLAG(std::string, url, kDefaults.url,
           "Redis server for leased and direct mode, e.g. "
-          "redis://127.0.0.1:6379; empty: start a private redis-server on a "
-          "free 127.0.0.1 port for the run");
+          "redis://127.0.0.1:6379; empty: $TOKENLEASE_REDIS_URL (keeps a "
+          "password off the command line), else start a private "
+          "redis-server on a free 127.0.0.1 port for the run");
 ABSL_FLAG(bool, use_handle, kDefaults.use_handle,
           "leased and local mode: decide the hot key through a handle "
           "resolved once");
@@ -303,6 +305,9 @@ absl::StatusOr<DemoOptions> OptionsFromFlags() {
   o.window_ms = absl::GetFlag(FLAGS_window_ms);
   o.csv = absl::GetFlag(FLAGS_csv);
   o.url = absl::GetFlag(FLAGS_url);
+  if (const char* env = std::getenv(kRedisUrlEnv); o.url.empty() && env) {
+    o.url = env;  // keeps a password off the command line
+  }
   o.use_handle = absl::GetFlag(FLAGS_use_handle);
   o.sample_every = absl::GetFlag(FLAGS_sample_every);
   o.lease_ttl_ms = absl::GetFlag(FLAGS_lease_ttl_ms);

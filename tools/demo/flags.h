@@ -103,6 +103,12 @@ absl::Status ValidateOptions(const DemoOptions& o);
 // validates them.
 absl::StatusOr<DemoOptions> OptionsFromFlags();
 
+// The environment variable that carries the Redis URL to an instance (and
+// that --url falls back to): a URL may hold a password, and a command line
+// is readable by every user of the machine (ps), an environment only by
+// the process's own user.
+inline constexpr char kRedisUrlEnv[] = "TOKENLEASE_REDIS_URL";
+
 // "--name=value" for every demo flag as currently set, sorted by name, with
 // the values in `overrides` (flag name, value) in place of the parsed ones.
 // The parent passes these to its instance processes, which parse them with

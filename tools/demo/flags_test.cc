@@ -19,6 +19,7 @@ ABSL_DECLARE_FLAG(bool, live);
 ABSL_DECLARE_FLAG(std::string, cold_key_policy);
 ABSL_DECLARE_FLAG(std::string, pacing);
 ABSL_DECLARE_FLAG(double, local_share);
+ABSL_DECLARE_FLAG(std::string, url);
 
 namespace tokenlease::tools {
 namespace {
@@ -179,6 +180,23 @@ TEST(FlagsTest, DemoFlagArgsCarryEveryDemoFlagAndParseBack) {
   EXPECT_FALSE(child.live);
   EXPECT_EQ(child.url, "redis://127.0.0.1:1234");
   EXPECT_EQ(child.mode, parent.mode);
+}
+
+// A URL (maybe with a password) reaches instances in the environment, not
+// on their command line; --url wins over it.
+TEST(FlagsTest, TheUrlFallsBackToTheEnvironment) {
+  absl::FlagSaver saver;
+  absl::SetFlag(&FLAGS_url, "");
+  ASSERT_EQ(setenv(kRedisUrlEnv, "redis://:pw@127.0.0.1:1234", 1), 0);
+  EXPECT_EQ(OptionsFromFlags()->url, "redis://:pw@127.0.0.1:1234");
+  absl::SetFlag(&FLAGS_url, "redis://127.0.0.1:99");
+  EXPECT_EQ(OptionsFromFlags()->url, "redis://127.0.0.1:99");
+  unsetenv(kRedisUrlEnv);
+  absl::SetFlag(&FLAGS_url, "");
+  EXPECT_EQ(OptionsFromFlags()->url, "");
+  for (const std::string& a : DemoFlagArgs({{"url", ""}})) {
+    EXPECT_THAT(a, Not(HasSubstr("pw@")));
+  }
 }
 
 }  // namespace

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <cerrno>
 #include <chrono>
@@ -77,6 +78,8 @@ struct alignas(64) ThreadResult {
   std::vector<int64_t> offered, admitted, hot_offered, hot_admitted;
   // Samples of hot and of cold keys (workload.h, HotKeys).
   std::vector<int64_t> latency_ns, latency_cold_ns;
+  // --outage_at: every sample again, by outage phase.
+  std::array<std::vector<int64_t>, kOutagePhases> latency_phase_ns;
   KeyCounter per_key;
   int64_t errors = 0;
   int64_t first_ns = 0, last_ns = 0;
@@ -104,6 +107,14 @@ struct Load {
   std::atomic<bool> stop{false};
 };
 
+// The outage phase `elapsed_ns` after the start (the parent stops Redis
+// then, within the time its signal takes).
+OutagePhase PhaseAt(const DemoOptions& o, int64_t elapsed_ns) {
+  const double t = static_cast<double>(elapsed_ns) / 1e9;
+  if (t < o.outage_at) return kBeforeOutage;
+  return t < o.outage_at + o.outage_seconds ? kDuringOutage : kAfterOutage;
+}
+
 // Makes one decision on key `k` (timed if `timed`, and then counted at the
 // time after it) and counts it in its window.
 void DecideAndCount(const Load& load, size_t k, bool timed, int64_t now,
@@ -117,6 +128,10 @@ void DecideAndCount(const Load& load, size_t k, bool timed, int64_t now,
     sample = now - a;
     (static_cast<int64_t>(k) < load.hot_keys ? r.latency_ns : r.latency_cold_ns)
         .push_back(sample);
+    if (load.o.outage_at > 0) {
+      r.latency_phase_ns[PhaseAt(load.o, now - load.start_ns)].push_back(
+          sample);
+    }
   } else {
     res = load.target.Decide(k);
   }
@@ -327,6 +342,10 @@ std::string Results(const DemoOptions& o, std::vector<ThreadResult>& results,
     timing.errors += r.errors;
     out += EncodeLatency(r.latency_ns);
     out += EncodeLatency(r.latency_cold_ns, /*cold=*/true);
+    for (int p = 0; p < kOutagePhases; ++p) {
+      out += EncodePhaseLatency(static_cast<OutagePhase>(p),
+                                r.latency_phase_ns[p]);
+    }
   }
   std::vector<KeyCount> per_key;
   for (const ThreadResult& r : results) r.per_key.AppendTo(per_key);

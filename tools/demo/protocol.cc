@@ -30,7 +30,8 @@ constexpr int64_t FinalStats::*kFinalFields[] = {
     &FinalStats::charges,         &FinalStats::tokens_charged,
     &FinalStats::redis_errors,    &FinalStats::keys,
     &FinalStats::flushes,         &FinalStats::commands_at_end_of_run,
-    &FinalStats::timeouts,        &FinalStats::spare_misses};
+    &FinalStats::timeouts,        &FinalStats::spare_misses,
+    &FinalStats::resets,          &FinalStats::late_replies};
 constexpr size_t kNumFinalFields = std::size(kFinalFields);
 
 absl::Status Malformed(absl::string_view line, absl::string_view why) {
@@ -124,6 +125,7 @@ int64_t ExpectedNumbers(absl::string_view tag, const std::vector<int64_t>& v) {
   if (tag == "L" || tag == "LC") {
     return static_cast<int64_t>(v.size());
   }
+  if (tag == "LP") return std::max<int64_t>(2, v.size());  // phase, samples
   if (tag == "V") return v.size() >= 10 ? 10 + v[9] : 10;
   return -1;
 }
@@ -173,6 +175,18 @@ std::string EncodeLatency(const std::vector<int64_t>& samples, bool cold) {
   std::string out;
   for (size_t i = 0; i < samples.size(); i += kLatencyPerLine) {
     out += cold ? "LC" : "L";
+    const size_t end = std::min(samples.size(), i + kLatencyPerLine);
+    for (size_t j = i; j < end; ++j) absl::StrAppend(&out, " ", samples[j]);
+    out += "\n";
+  }
+  return out;
+}
+
+std::string EncodePhaseLatency(OutagePhase phase,
+                               const std::vector<int64_t>& samples) {
+  std::string out;
+  for (size_t i = 0; i < samples.size(); i += kLatencyPerLine) {
+    absl::StrAppend(&out, "LP ", static_cast<int>(phase));
     const size_t end = std::min(samples.size(), i + kLatencyPerLine);
     for (size_t j = i; j < end; ++j) absl::StrAppend(&out, " ", samples[j]);
     out += "\n";
@@ -260,6 +274,13 @@ absl::Status ApplyLine(absl::string_view line, InstanceReport& report) {
         tag == "L" ? report.latency_hot : report.latency_cold;
     cls.insert(cls.end(), v->begin(), v->end());
     report.latency.insert(report.latency.end(), v->begin(), v->end());
+  }
+  if (tag == "LP") {
+    if ((*v)[0] < 0 || (*v)[0] >= kOutagePhases) {
+      return Malformed(line, "the outage phase must be 0, 1 or 2");
+    }
+    report.latency_phase[(*v)[0]].insert(report.latency_phase[(*v)[0]].end(),
+                                         v->begin() + 1, v->end());
   }
   if (tag == "T") report.timing = {(*v)[0], (*v)[1], (*v)[2], (*v)[3]};
   if (tag == "C") {

@@ -18,6 +18,9 @@
 //   L l1 l2 ...                latency samples (ns) of hot keys, up to
 //                              1000 a line (workload.h, HotKeys)
 //   LC l1 l2 ...               the same for cold keys
+//   LP p l1 l2 ...             --outage_at: samples of every key taken in
+//                              phase p (0 before, 1 during, 2 after the
+//                              outage), up to 1000 a line
 //   K d1 o1 a1 d2 o2 a2 ...    per-key counts of the keys offered anything,
 //                              in rank order, up to 1000 keys a line: for
 //                              each key the rank's distance from the
@@ -25,11 +28,12 @@
 //                              so >= 1), offered (>= 1) and admitted
 //   T first last errors peak   first and last decision (ns), decisions
 //                              without an answer, peak RSS KiB
-//   C c1 .. c13                final counters (FinalStats, in its order)
+//   C c1 .. c16                final counters (FinalStats, in its order)
 //   E                          end of the results
 #ifndef TOKENLEASE_TOOLS_DEMO_PROTOCOL_H_
 #define TOKENLEASE_TOOLS_DEMO_PROTOCOL_H_
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -64,7 +68,7 @@ struct FinalStats {
           tokens_granted = 0, tokens_returned = 0, denied_by_redis = 0,
           charges = 0, tokens_charged = 0, redis_errors = 0, keys = 0,
           flushes = 0, commands_at_end_of_run = 0, timeouts = 0,
-          spare_misses = 0;
+          spare_misses = 0, resets = 0, late_replies = 0;
 
   // Adds every counter of `other` (sums over the instances).
   FinalStats& operator+=(const FinalStats& other);
@@ -81,6 +85,11 @@ struct RunTiming {
   int64_t first_ns = 0, last_ns = 0, errors = 0, peak_rss_kb = 0;
 };
 
+// When a decision was made relative to --outage_at and --outage_seconds,
+// on the instance's clock from the start of the run.
+enum OutagePhase : int { kBeforeOutage = 0, kDuringOutage, kAfterOutage };
+inline constexpr int kOutagePhases = 3;
+
 // Everything the parent learns from one instance.
 struct InstanceReport {
   // `windows` windows; `live` ones too with --live.
@@ -92,6 +101,9 @@ struct InstanceReport {
   std::vector<LiveWindow> live;
   std::vector<int64_t> latency;  // all samples: hot, then cold
   std::vector<int64_t> latency_hot, latency_cold;
+  // With --outage_at: every sample again, by the phase it was taken in
+  // (OutagePhase).
+  std::array<std::vector<int64_t>, kOutagePhases> latency_phase;
   std::vector<KeyCount> key_counts;  // in rank order
   RunTiming timing;
   FinalStats stats;
@@ -104,8 +116,9 @@ inline constexpr size_t kMaxLiveSamples = 4096;
 std::vector<int64_t> ThinEvenly(const std::vector<int64_t>& samples,
                                 size_t max);
 
-// Encoders, one line each (with its '\n'), except EncodeLatency and
-// EncodeKeyCounts (as many lines as needed; none for no samples or keys).
+// Encoders, one line each (with its '\n'), except EncodeLatency,
+// EncodePhaseLatency and EncodeKeyCounts (as many lines as needed; none for no
+// samples or keys).
 std::string EncodeStart(int64_t start_ns);
 std::string EncodeReady();
 std::string EncodeLive(int64_t window, const LiveWindow& w);
@@ -115,6 +128,9 @@ std::string EncodeCounts(int64_t window, const WindowCounts& w);
 // "L" lines (hot keys' samples), or "LC" lines if `cold`.
 std::string EncodeLatency(const std::vector<int64_t>& samples,
                           bool cold = false);
+// "LP" lines: the samples of one outage phase.
+std::string EncodePhaseLatency(OutagePhase phase,
+                               const std::vector<int64_t>& samples);
 // `counts` must be in rank order without repeats (SumByRank) and hold only
 // keys offered anything.
 std::string EncodeKeyCounts(const std::vector<KeyCount>& counts);

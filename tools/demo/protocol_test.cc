@@ -33,7 +33,7 @@ TEST(ProtocolTest, ResultsRoundTrip) {
   const WindowCounts counts{50000, 5000, 49000, 4900};
   const RunTiming timing{11, 22, 3, 4096};
   // Each counter holds its position in the "C" line.
-  const FinalStats stats{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13};
+  const FinalStats stats{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16};
   std::vector<int64_t> latency(2500);
   for (size_t i = 0; i < latency.size(); ++i) latency[i] = 100 + i;
 
@@ -59,6 +59,9 @@ TEST(ProtocolTest, ResultsRoundTrip) {
   EXPECT_EQ(r.stats.keys, 10);
   EXPECT_EQ(r.stats.commands_at_end_of_run, 12);
   EXPECT_EQ(r.stats.timeouts, 13);
+  EXPECT_EQ(r.stats.spare_misses, 14);
+  EXPECT_EQ(r.stats.resets, 15);
+  EXPECT_EQ(r.stats.late_replies, 16);
 }
 
 TEST(ProtocolTest, LatencyClassesRoundTrip) {
@@ -71,6 +74,22 @@ TEST(ProtocolTest, LatencyClassesRoundTrip) {
   EXPECT_THAT(r.latency_hot, ElementsAre(10, 20));
   EXPECT_THAT(r.latency_cold, ElementsAre(30));
   EXPECT_THAT(r.latency, ElementsAre(10, 20, 30));
+}
+
+TEST(ProtocolTest, OutagePhaseLatencyRoundTrips) {
+  InstanceReport r(/*windows=*/1, /*live=*/false);
+  const std::string text = EncodePhaseLatency(kBeforeOutage, {5, 6}) +
+                           EncodePhaseLatency(kDuringOutage, {}) +
+                           EncodePhaseLatency(kAfterOutage, {7});
+  EXPECT_EQ(text, "LP 0 5 6\nLP 2 7\n");
+  ASSERT_TRUE(ApplyAll(text, r).ok());
+  EXPECT_THAT(r.latency_phase[kBeforeOutage], ElementsAre(5, 6));
+  EXPECT_THAT(r.latency_phase[kDuringOutage], ElementsAre());
+  EXPECT_THAT(r.latency_phase[kAfterOutage], ElementsAre(7));
+  EXPECT_TRUE(r.latency.empty());  // phases repeat samples, not add them
+  // A phase out of range or without a sample is malformed.
+  EXPECT_FALSE(ApplyAll("LP 3 1\n", r).ok());
+  EXPECT_FALSE(ApplyAll("LP 1\n", r).ok());
 }
 
 TEST(ProtocolTest, KeyCountsAreDeltaEncoded) {

@@ -90,11 +90,17 @@ Totals Aggregate(const RunRecord& run) {
                          r.latency_hot.end());
     t.latency_cold.insert(t.latency_cold.end(), r.latency_cold.begin(),
                           r.latency_cold.end());
+    for (int p = 0; p < kOutagePhases; ++p) {
+      t.latency_phase[p].insert(t.latency_phase[p].end(),
+                                r.latency_phase[p].begin(),
+                                r.latency_phase[p].end());
+    }
     per_key.insert(per_key.end(), r.key_counts.begin(), r.key_counts.end());
     t.stats += r.stats;
   }
   for (std::vector<int64_t>* v :
-       {&t.latency, &t.latency_hot, &t.latency_cold}) {
+       {&t.latency, &t.latency_hot, &t.latency_cold, &t.latency_phase[0],
+        &t.latency_phase[1], &t.latency_phase[2]}) {
     std::sort(v->begin(), v->end());
   }
   t.per_key = SumByRank(std::move(per_key));
@@ -420,6 +426,17 @@ void AppendDistribution(const DemoOptions& o, const RunRecord& run,
       Percentile(t.latency, 0.99), Percentile(t.latency, 0.999),
       t.latency.empty() ? 0 : t.latency.back());
   AppendLatencyByClass(o, t, out);
+  if (o.outage_at > 0) {
+    absl::StrAppendFormat(
+        &out,
+        "  before the outage (0-%g s): %s\n  during (%g-%g s): %s\n"
+        "  after (%g s-): %s\n",
+        o.outage_at, LatencyFigures(t.latency_phase[kBeforeOutage]),
+        o.outage_at, o.outage_at + o.outage_seconds,
+        LatencyFigures(t.latency_phase[kDuringOutage]),
+        o.outage_at + o.outage_seconds,
+        LatencyFigures(t.latency_phase[kAfterOutage]));
+  }
 }
 
 // Redis commands, lease counters and timeouts (not for local mode).
@@ -476,8 +493,11 @@ void AppendRedis(const DemoOptions& o, const Totals& t,
         s.spare_misses);
   }
   absl::StrAppendFormat(
-      &out, "redis client timeouts (DeadlineExceeded, all instances): %d\n",
-      s.timeouts);
+      &out,
+      "redis client timeouts (DeadlineExceeded, all instances): %d; late "
+      "replies discarded: %d; connections reset (nothing answered for "
+      "dead_after): %d\n",
+      s.timeouts, s.late_replies, s.resets);
 }
 
 // Keys, RSS and Redis memory.

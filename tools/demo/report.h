@@ -17,6 +17,7 @@
 #ifndef TOKENLEASE_TOOLS_DEMO_REPORT_H_
 #define TOKENLEASE_TOOLS_DEMO_REPORT_H_
 
+#include <array>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -65,8 +66,9 @@ struct Totals {
   int64_t last_ns = 0, errors = 0;
   int64_t offered = 0, admitted = 0, hot_offered = 0, hot_admitted = 0;
   FinalStats stats;
-  std::vector<int64_t> latency;                    // sorted
-  std::vector<int64_t> latency_hot, latency_cold;  // sorted
+  std::vector<int64_t> latency;                                   // sorted
+  std::vector<int64_t> latency_hot, latency_cold;                 // sorted
+  std::array<std::vector<int64_t>, kOutagePhases> latency_phase;  // sorted
   std::vector<KeyCount> per_key;  // in rank order, summed over instances
   double duration_s = 0;          // start to the last decision
 };

@@ -13,7 +13,9 @@
 #include <vector>
 
 #include "absl/flags/flag.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "demo/flags.h"
 
 ABSL_FLAG(int, instance, -1,
           "internal: set by the parent on its instance processes");
@@ -32,10 +34,11 @@ void CloseIfOpen(int& fd) {
 // In the child between fork and exec: keeps its pipe ends open across exec
 // and becomes the instance (only async-signal-safe calls here).
 [[noreturn]] void ExecInstance(int ctl_read, int data_write,
-                               std::vector<char*>& argv) {
+                               std::vector<char*>& argv,
+                               std::vector<char*>& envp) {
   fcntl(ctl_read, F_SETFD, 0);
   fcntl(data_write, F_SETFD, 0);
-  execv("/proc/self/exe", argv.data());
+  execve("/proc/self/exe", argv.data(), envp.data());
   _exit(127);
 }
 
@@ -52,7 +55,7 @@ InstanceRole RoleFromFlags() {
 
 absl::StatusOr<ChildProcess> SpawnInstance(
     int index, const std::vector<std::string>& demo_args,
-    const std::string& prefix) {
+    const std::string& prefix, const std::string& redis_url) {
   int ctl[2], data[2];
   if (pipe2(ctl, O_CLOEXEC) != 0) {
     return absl::ErrnoToStatus(errno, "pipe2");
@@ -72,8 +75,18 @@ absl::StatusOr<ChildProcess> SpawnInstance(
   std::vector<char*> argv;
   for (std::string& s : args) argv.push_back(s.data());
   argv.push_back(nullptr);
+  // This process's environment with the URL set (built before fork: the
+  // child may only make async-signal-safe calls).
+  const std::string url_var = absl::StrCat(kRedisUrlEnv, "=", redis_url);
+  std::vector<char*> envp;
+  const std::string url_prefix = absl::StrCat(kRedisUrlEnv, "=");
+  for (char** e = environ; *e != nullptr; ++e) {
+    if (!absl::StartsWith(*e, url_prefix)) envp.push_back(*e);
+  }
+  envp.push_back(const_cast<char*>(url_var.c_str()));
+  envp.push_back(nullptr);
   const pid_t pid = fork();
-  if (pid == 0) ExecInstance(ctl[0], data[1], argv);
+  if (pid == 0) ExecInstance(ctl[0], data[1], argv, envp);
   const int fork_errno = errno;
   close(ctl[0]);
   close(data[1]);

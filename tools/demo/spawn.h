@@ -39,11 +39,12 @@ struct ChildProcess {
 };
 
 // Forks and execs instance `index` of this binary with `demo_args` (the
-// demo's flags, see DemoFlagArgs) and the internal flags. The caller blocks
-// SIGINT around this (the child unblocks it once it ignores it).
+// demo's flags, see DemoFlagArgs, without the URL) and the internal flags;
+// `redis_url` reaches it in $TOKENLEASE_REDIS_URL. The caller blocks SIGINT
+// around this (the child unblocks it once it ignores it).
 absl::StatusOr<ChildProcess> SpawnInstance(
     int index, const std::vector<std::string>& demo_args,
-    const std::string& prefix);
+    const std::string& prefix, const std::string& redis_url);
 
 // Sends `signal` to the child if it still runs.
 void Signal(const ChildProcess& c, int signal);

@@ -26,6 +26,8 @@ FinalStats ConnectionStats(const RedisStats& r, uint64_t during_run) {
   f.flushes = r.flushes;
   f.commands_at_end_of_run = during_run;
   f.timeouts = r.timeouts;
+  f.resets = static_cast<int64_t>(r.resets);
+  f.late_replies = static_cast<int64_t>(r.late_replies);
   return f;
 }
 
