@@ -5,7 +5,7 @@
 
 readonly TOKENLEASE_PACKAGES=(build-essential cmake ninja-build pkg-config
   libabsl-dev libhiredis-dev libevent-dev libgtest-dev libgmock-dev
-  libbenchmark-dev redis-server clang-format)
+  libbenchmark-dev redis-server clang-format clang-14 libclang-rt-14-dev)
 
 install_missing_packages() {
   local missing=() p

@@ -1,17 +1,18 @@
 #!/usr/bin/env bash
-# Runs every test of tokenlease: for each preset (default: release asan tsan)
-# configure, build and ctest. Installs missing Debian packages first
+# Runs every test of tokenlease: for each preset (default: release asan tsan
+# fuzz) configure, build and ctest (fuzz: the library and the libFuzzer
+# targets only, with clang, each fuzzer run for 30 s). Installs missing Debian packages first
 # (redis-server among them). Tests that need Redis start their own private
 # redis-server on a free 127.0.0.1 port (tests/testing/redis_test.h) and
 # stop it when they end, also when they fail or crash.
 #
-#   bash scripts/test.sh                # release, asan, tsan
+#   bash scripts/test.sh                # release, asan, tsan, fuzz
 #   bash scripts/test.sh release        # a subset, in the given order
 set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
-readonly KNOWN_PRESETS=(release debug asan tsan)
+readonly KNOWN_PRESETS=(release debug asan tsan fuzz)
 readonly JOBS=2
 
 log() { printf '\n==== %s\n' "$*"; }
@@ -23,7 +24,7 @@ source scripts/install_deps.sh
 # --- Main --------------------------------------------------------------------
 
 presets=("$@")
-((${#presets[@]} > 0)) || presets=(release asan tsan)
+((${#presets[@]} > 0)) || presets=(release asan tsan fuzz)
 for p in "${presets[@]}"; do
   [[ " ${KNOWN_PRESETS[*]} " == *" $p "* ]] \
     || die "unknown preset '$p' (known: ${KNOWN_PRESETS[*]})"

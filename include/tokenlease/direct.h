@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -16,6 +17,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "tokenlease/decision.h"
+#include "tokenlease/failure_mode.h"
 #include "tokenlease/redis.h"
 #include "tokenlease/spec.h"
 
@@ -40,10 +42,39 @@ struct DirectLimiterOptions {
   // any call to Redis (it would become a Redis key of that size).
   // 1 .. 65536.
   int32_t max_key_bytes = 1024;
+  // What a call returns when Redis gives it no decision: no answer by its
+  // deadline, no connection, a full queue, or a script error for the key
+  // (a wrong type, a corrupt value). Unset (the default): that error, for
+  // the caller to handle. Set (opt-in insurance): a Decision instead, and
+  // the error is only counted (DirectStats) and logged nowhere:
+  //   kFailClosed: denied, retry_after = the call's deadline;
+  //   kFailOpen: admitted (source kFailOpen);
+  //   kFailLocal: decided by an in-process Limiter enforcing the spec
+  //     divided by `fallback_instances` (source kFallback; a key's share
+  //     starts full and refills across outages).
+  // While the connection is kDown the mode decides at once, without a
+  // call. Reserve follows the same rule. Invalid input (InvalidArgument) is
+  // always an error. Nothing admitted this way is charged to Redis later.
+  std::optional<FailureMode> failure_mode;
+  // kFailLocal: how many instances share the limit. 1 .. 65536.
+  int32_t fallback_instances = 1;
 
   // OK, or InvalidArgument naming the field and the accepted range (also
   // `redis`'s fields when no connection is given).
   absl::Status Validate() const;
+};
+
+class Limiter;
+
+// What a DirectLimiter counted since it was created.
+struct DirectStats {
+  // Calls that got no decision from Redis (any error but InvalidArgument).
+  uint64_t redis_failures = 0;
+  // Decisions DirectLimiterOptions::failure_mode made for them.
+  uint64_t fail_closed_denied = 0;
+  uint64_t fail_open_admitted = 0;
+  uint64_t fail_local_admitted = 0;
+  uint64_t fail_local_denied = 0;
 };
 
 // A limit decided on Redis, one script call per decision. Thread-safe.
@@ -63,9 +94,10 @@ class DirectLimiter {
   // Asks Redis whether `cost` tokens of `key` may be taken now, and takes
   // them if so; blocks up to `timeout` (0: options.timeout). The decision's
   // source is kDirect and its times come from the Redis server's clock.
-  // Errors: InvalidArgument (cost < 0 or above 2^50, or a key longer than
-  // max_key_bytes; checked before any call to Redis), DeadlineExceeded or
-  // Unavailable
+  // Errors (unless options.failure_mode turns them into decisions):
+  // InvalidArgument (cost < 0 or above 2^50, or a key longer than
+  // max_key_bytes; checked before any call to Redis; always an error),
+  // DeadlineExceeded or Unavailable
   // (no answer in time; the call may or may not have been counted),
   // FailedPrecondition (a key of another type is in the way; the message
   // names it), ResourceExhausted (too many calls queued).
@@ -94,16 +126,24 @@ class DirectLimiter {
   const LimitSpec& spec() const { return spec_; }
   const std::string& key_prefix() const { return options_.key_prefix; }
   RedisConnection& connection() const { return *connection_; }
+  // A snapshot of the counters (relaxed reads: each exact, not a joint
+  // snapshot).
+  DirectStats stats() const;
 
  private:
   DirectLimiter(const LimitSpec& spec, const DirectLimiterOptions& options,
                 std::shared_ptr<RedisConnection> connection);
+  struct Counters;
   void Submit(std::string_view key, int64_t cost, int64_t max_wait_us,
               absl::Duration timeout, ReservationCallback done);
 
   const LimitSpec spec_;
   const DirectLimiterOptions options_;
   const std::shared_ptr<RedisConnection> connection_;
+  // FailureMode::kFailLocal's share; null otherwise. Shared with callbacks
+  // that may run on the client thread after this limiter is gone.
+  std::shared_ptr<Limiter> fallback_;
+  std::shared_ptr<Counters> counters_;
 };
 
 }  // namespace tokenlease

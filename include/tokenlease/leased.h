@@ -18,6 +18,7 @@
 #include "absl/time/time.h"
 #include "tokenlease/clock.h"
 #include "tokenlease/decision.h"
+#include "tokenlease/failure_mode.h"
 #include "tokenlease/redis.h"
 #include "tokenlease/spec.h"
 
@@ -38,29 +39,8 @@ enum class ColdKeyPolicy : uint8_t {
   kWait,  // wait up to LeaseOptions::cold_wait for the first lease
 };
 
-// What a decision does when Redis cannot decide for its key: the
-// connection is down (RedisHealth::kDown), or the key's last lease request
-// failed (timeout, lost connection, a wrong type or corrupt value in its
-// key). Tokens already leased are spent as always (Redis granted them);
-// this applies once they run out. docs/operations.md compares the modes.
-enum class FailureMode : uint8_t {
-  // The default: deny, as Redis would if it could not count. Nothing is
-  // admitted beyond what Redis granted before the outage.
-  kFailClosed,
-  // Admit every request (source kFailOpen): the limit is off meanwhile.
-  kFailOpen,
-  // Enforce a local share (source kFallback): each instance decides alone
-  // with the limit divided by `fallback_instances` (every band's limit and
-  // burst, rounded down, at least 1: with a limit below the instance count
-  // the instances together admit up to one token per band each), in an
-  // in-process engine. A key's share starts full on its first such decision
-  // and is kept (refilling) across outages.
-  kFailLocal,
-};
-
-// Returns a stable lower-case name ("fail_closed", "fail_open",
-// "fail_local").
-const char* FailureModeName(FailureMode m);
+// FailureMode (tokenlease/failure_mode.h): what a decision does when Redis
+// cannot decide for its key.
 
 // What happens to tokens admitted under kFailOpen or kFailLocal.
 enum class OutageUsage : uint8_t {

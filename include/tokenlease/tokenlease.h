@@ -5,6 +5,7 @@
 #include "tokenlease/clock.h"
 #include "tokenlease/decision.h"
 #include "tokenlease/direct.h"
+#include "tokenlease/failure_mode.h"
 #include "tokenlease/guard.h"
 #include "tokenlease/leased.h"
 #include "tokenlease/limiter.h"

@@ -2,15 +2,20 @@
 // the acquire script on Redis (the transport and the scripts' encoding are
 // src/redis's); nothing is held locally, so the shared limit is exact at
 // the price of a round trip per decision.
+#include <atomic>
+#include <optional>
+#include <string>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "base/notification.h"
+#include "core/local_share.h"
 #include "core/options_checks.h"
 #include "redis/redis_client.h"
 #include "redis/script_call.h"
 #include "redis/scripts.h"
 #include "tokenlease/direct.h"
+#include "tokenlease/limiter.h"
 
 namespace tokenlease {
 namespace {
@@ -24,7 +29,21 @@ struct Rendezvous {
   absl::StatusOr<T> result;
 };
 
+// Without a deadline of its own, a kFailClosed denial asks the caller to
+// retry after this.
+constexpr int64_t kDefaultRetryNs = 100'000'000;
+
 }  // namespace
+
+// relaxed: statistics, read by stats() only; nothing is published through
+// them.
+struct DirectLimiter::Counters {
+  std::atomic<uint64_t> redis_failures{0};
+  std::atomic<uint64_t> fail_closed_denied{0};
+  std::atomic<uint64_t> fail_open_admitted{0};
+  std::atomic<uint64_t> fail_local_admitted{0};
+  std::atomic<uint64_t> fail_local_denied{0};
+};
 
 absl::Status DirectLimiterOptions::Validate() const {
   return internal::FirstError({
@@ -33,6 +52,16 @@ absl::Status DirectLimiterOptions::Validate() const {
       internal::CheckDuration("DirectLimiterOptions.timeout", timeout,
                               absl::ZeroDuration(), absl::Minutes(1)),
       internal::CheckMaxKeyBytes("DirectLimiterOptions", max_key_bytes),
+      failure_mode.has_value() &&
+              static_cast<uint8_t>(*failure_mode) >
+                  static_cast<uint8_t>(FailureMode::kFailLocal)
+          ? absl::InvalidArgumentError(absl::StrCat(
+                "DirectLimiterOptions.failure_mode is ",
+                static_cast<int>(*failure_mode),
+                "; it must be unset, kFailClosed, kFailOpen or kFailLocal"))
+          : absl::OkStatus(),
+      internal::CheckInteger("DirectLimiterOptions.fallback_instances",
+                             fallback_instances, 1, 65536),
       connection == nullptr ? redis.Validate() : absl::OkStatus(),
   });
 }
@@ -43,15 +72,48 @@ absl::StatusOr<std::unique_ptr<DirectLimiter>> DirectLimiter::Create(
   if (absl::Status s = options.Validate(); !s.ok()) return s;
   absl::StatusOr<std::shared_ptr<RedisConnection>> connection =
       internal::GivenOrNewConnection(options.connection, options.redis);
+  std::unique_ptr<Limiter> fallback;
+  if (options.failure_mode == FailureMode::kFailLocal) {
+    absl::StatusOr<std::unique_ptr<Limiter>> share = Limiter::Create(
+        internal::ShareOfLimit(spec, options.fallback_instances));
+    if (!share.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "DirectLimiterOptions.failure_mode is kFailLocal, but the share of "
+          "1 of ",
+          options.fallback_instances,
+          " instances is no limit the local engine takes: ",
+          share.status().message()));
+    }
+    fallback = *std::move(share);
+  }
   if (!connection.ok()) return connection.status();
-  return std::unique_ptr<DirectLimiter>(
+  auto limiter = std::unique_ptr<DirectLimiter>(
       new DirectLimiter(spec, options, *std::move(connection)));
+  limiter->fallback_ = std::move(fallback);
+  return limiter;
 }
 
 DirectLimiter::DirectLimiter(const LimitSpec& spec,
                              const DirectLimiterOptions& options,
                              std::shared_ptr<RedisConnection> connection)
-    : spec_(spec), options_(options), connection_(std::move(connection)) {}
+    : spec_(spec),
+      options_(options),
+      connection_(std::move(connection)),
+      counters_(std::make_shared<Counters>()) {}
+
+DirectStats DirectLimiter::stats() const {
+  DirectStats s;
+  s.redis_failures = counters_->redis_failures.load(std::memory_order_relaxed);
+  s.fail_closed_denied =
+      counters_->fail_closed_denied.load(std::memory_order_relaxed);
+  s.fail_open_admitted =
+      counters_->fail_open_admitted.load(std::memory_order_relaxed);
+  s.fail_local_admitted =
+      counters_->fail_local_admitted.load(std::memory_order_relaxed);
+  s.fail_local_denied =
+      counters_->fail_local_denied.load(std::memory_order_relaxed);
+  return s;
+}
 
 void DirectLimiter::Submit(std::string_view key, int64_t cost,
                            int64_t max_wait_us, absl::Duration timeout,
@@ -78,18 +140,71 @@ void DirectLimiter::Submit(std::string_view key, int64_t cost,
   if (timeout <= absl::ZeroDuration()) timeout = options_.timeout;
   // The callback is shared between the submit and its failure path: Submit
   // does not call it when it returns an error.
+  // What a call that got no decision returns: its error, or the failure
+  // mode's decision (captured by value and shared_ptr: the reply may come
+  // after this limiter is gone).
+  auto fail = [mode = options_.failure_mode, fallback = fallback_,
+               counters = counters_, key = std::string(key), cost, max_wait_us,
+               retry_ns = timeout > absl::ZeroDuration()
+                              ? absl::ToInt64Nanoseconds(timeout)
+                              : kDefaultRetryNs](
+                  absl::Status error) -> absl::StatusOr<Reservation> {
+    counters->redis_failures.fetch_add(1, std::memory_order_relaxed);
+    if (!mode.has_value()) return error;
+    Reservation r;
+    switch (*mode) {
+      case FailureMode::kFailClosed:
+        counters->fail_closed_denied.fetch_add(1, std::memory_order_relaxed);
+        r.decision.source = DecisionSource::kDirect;
+        r.decision.retry_after_ns = retry_ns;
+        return r;
+      case FailureMode::kFailOpen:
+        counters->fail_open_admitted.fetch_add(1, std::memory_order_relaxed);
+        r.decision.allowed = true;
+        r.decision.source = DecisionSource::kFailOpen;
+        r.granted = true;
+        return r;
+      case FailureMode::kFailLocal: {
+        if (max_wait_us > 0) {
+          absl::StatusOr<Reservation> res =
+              fallback->Reserve(key, cost, absl::Microseconds(max_wait_us));
+          if (!res.ok()) return res.status();
+          r = *res;
+        } else {
+          r.decision = fallback->TryAcquire(key, cost);
+          r.granted = r.decision.allowed;
+        }
+        r.decision.source = DecisionSource::kFallback;
+        (r.granted ? counters->fail_local_admitted
+                   : counters->fail_local_denied)
+            .fetch_add(1, std::memory_order_relaxed);
+        return r;
+      }
+    }
+    return error;
+  };
   auto shared = std::make_shared<ReservationCallback>(std::move(done));
+  // With a mode, a connection that is down decides at once instead of
+  // making every call wait for its deadline; the connection reconnects and
+  // probes on its own, and calls go to Redis again once it answers.
+  if (options_.failure_mode.has_value() &&
+      connection_->health() == RedisHealth::kDown) {
+    (*shared)(fail(absl::UnavailableError(
+        absl::StrCat("Redis at ", connection_->endpoint(),
+                     " is down (RedisHealth::kDown)"))));
+    return;
+  }
   absl::Status queued = connection_->client().SubmitScript(
       internal::kAcquireScript, std::move(argv),
-      [shared](absl::StatusOr<internal::RedisReply> reply) {
+      [shared, fail](absl::StatusOr<internal::RedisReply> reply) {
         if (!reply.ok()) {
-          (*shared)(reply.status());
+          (*shared)(fail(reply.status()));
           return;
         }
         absl::StatusOr<internal::AcquireResult> result =
             internal::ParseAcquireReply(*reply);
         if (!result.ok()) {
-          (*shared)(result.status());
+          (*shared)(fail(result.status()));
           return;
         }
         Reservation r;
@@ -99,7 +214,7 @@ void DirectLimiter::Submit(std::string_view key, int64_t cost,
         (*shared)(r);
       },
       timeout);
-  if (!queued.ok()) (*shared)(queued);
+  if (!queued.ok()) (*shared)(fail(queued));
 }
 
 void DirectLimiter::TryAcquireAsync(std::string_view key, int64_t cost,

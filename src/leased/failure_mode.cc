@@ -6,29 +6,7 @@
 
 namespace tokenlease {
 
-const char* FailureModeName(FailureMode m) {
-  switch (m) {
-    case FailureMode::kFailClosed:
-      return "fail_closed";
-    case FailureMode::kFailOpen:
-      return "fail_open";
-    case FailureMode::kFailLocal:
-      return "fail_local";
-  }
-  return "unknown";
-}
-
 namespace internal {
-
-LimitSpec ShareOfLimit(const LimitSpec& spec, int32_t instances) {
-  LimitSpec share = spec;
-  const int64_t n = std::max<int32_t>(1, instances);
-  for (Band& b : share.bands) {
-    b.limit = std::max<int64_t>(1, b.limit / n);
-    if (b.burst > 0) b.burst = std::max<int64_t>(1, b.burst / n);
-  }
-  return share;
-}
 
 absl::Status CheckFailureOptions(const LimitSpec& spec,
                                  const LeasedLimiterOptions& options) {

@@ -1,21 +1,17 @@
-// What a LeasedLimiter needs for its failure modes (leased.h, FailureMode):
-// the local share a kFailLocal instance enforces alone, and the check that
-// an outage's usage may be charged to the limit's bands.
+// What a LeasedLimiter needs for its failure modes (leased.h, FailureMode)
+// beyond the local share (core/local_share.h): the check that an outage's
+// usage may be charged to the limit's bands.
 #ifndef TOKENLEASE_SRC_LEASED_FAILURE_MODE_H_
 #define TOKENLEASE_SRC_LEASED_FAILURE_MODE_H_
 
 #include <cstdint>
 
 #include "absl/status/status.h"
+#include "core/local_share.h"
 #include "tokenlease/leased.h"
 #include "tokenlease/spec.h"
 
 namespace tokenlease::internal {
-
-// `spec` with every band's limit and burst divided by `instances`, rounded
-// down, at least 1 (periods and every other field kept): what one of
-// `instances` instances enforces alone. `spec` must be valid.
-LimitSpec ShareOfLimit(const LimitSpec& spec, int32_t instances);
 
 // OK, or InvalidArgument when `options` asks for something the spec cannot
 // do (OutageUsage::kCharge with a window band) or names an unknown enum.

@@ -405,6 +405,8 @@ class RedisClient::Loop {
     }
     conn->ac = ac;
     ac->data = conn;
+    // A corrupt array header must not allocate gigabytes (reply.h).
+    LimitReplyArrays(ac->c.reader);
     redisAsyncSetConnectCallback(ac, &Loop::OnConnectCb);
     redisAsyncSetDisconnectCallback(ac, &Loop::OnDisconnectCb);
     conn->connect_timer = evtimer_new(base_, &Loop::OnConnectTimerCb, conn);
@@ -462,6 +464,9 @@ class RedisClient::Loop {
 
   void OnHandshake(Connection* conn, redisAsyncContext*, redisReply* r) {
     if (conn->hiredis_done || r == nullptr) return;  // being torn down
+    // A teardown is already asked for: AUTH's WRONGPASS is the reason, not
+    // the NOAUTH of the PING that came in the same read.
+    if (!conn->close_reason.empty()) return;
     if (r->type == REDIS_REPLY_ERROR) {
       last_error_ = absl::StrCat("login failed: ", std::string(r->str, r->len));
       client_->counters_.connect_failures.fetch_add(1,

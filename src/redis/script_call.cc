@@ -76,6 +76,16 @@ absl::StatusOr<AcquireResult> AcquireReply(const RedisReply& reply,
         reply.DebugString()));
   }
   const std::vector<int64_t>& x = *v;
+  // Out of the protocol's ranges (docs/lua-protocol.md): not our script's
+  // reply, or a corrupted one. Never handed on: a negative grant or wait
+  // would give tokens or time away.
+  if (x[0] < 0 || x[1] < 0 || x[2] < -1 || x[3] < 0 || x[5] < 0) {
+    return absl::InternalError(absl::StrCat(
+        "tokenlease ", AbslView(script),
+        " script: a reply out of range (granted, remaining, reset_after_us "
+        "and wait_us >= 0, retry_after_us >= -1): ",
+        reply.DebugString()));
+  }
   return AcquireResult{x[0], x[1], x[2], x[3], x[4], x[5]};
 }
 
@@ -83,10 +93,10 @@ absl::StatusOr<AcquireResult> AcquireReply(const RedisReply& reply,
 absl::StatusOr<int64_t> ReleaseReply(const RedisReply& reply,
                                      std::string_view script) {
   if (reply.is_error()) return ScriptError(reply, script);
-  if (reply.type != RedisReply::Type::kInteger) {
+  if (reply.type != RedisReply::Type::kInteger || reply.integer < 0) {
     return absl::InternalError(absl::StrCat(
-        "tokenlease ", AbslView(script), " script: expected an integer, got ",
-        reply.DebugString()));
+        "tokenlease ", AbslView(script),
+        " script: expected an integer >= 0, got ", reply.DebugString()));
   }
   return reply.integer;
 }
@@ -386,11 +396,23 @@ std::vector<absl::StatusOr<BatchItemResult>> ParseBatchReply(
         out.push_back(released.status());
         continue;
       }
+      if (*released > items[i].amount) {
+        out.push_back(absl::InternalError(absl::StrCat(
+            "tokenlease batch script: released ", *released, " of ",
+            items[i].amount, " (a release returns at most its amount)")));
+        continue;
+      }
       r.released = *released;
     } else {
       absl::StatusOr<AcquireResult> acquired = AcquireReply(e, "batch");
       if (!acquired.ok()) {
         out.push_back(acquired.status());
+        continue;
+      }
+      if (acquired->granted > items[i].wanted) {
+        out.push_back(absl::InternalError(
+            absl::StrCat("tokenlease batch script: granted ", acquired->granted,
+                         " of ", items[i].wanted, " wanted")));
         continue;
       }
       r.acquire = *acquired;

@@ -4,6 +4,8 @@
 
 #include <atomic>
 #include <chrono>
+#include <optional>
+#include <string>
 #include <thread>
 
 #include "absl/strings/match.h"
@@ -243,6 +245,132 @@ TEST_F(DirectLimiterFaultTest, KilledServerFailsThenRecoversAfterRestart) {
   ASSERT_TRUE(d.ok()) << d.status();
   // The restarted server has no persistence: the count starts over.
   EXPECT_EQ(d->remaining, 99);
+}
+
+// DirectLimiterOptions::failure_mode (opt-in): a call that gets no decision
+// returns the mode's decision instead of its error. Against a killed
+// server, 12 calls for a limit of 40 an hour shared by 4 instances (a
+// local share of 10).
+struct DirectModeCase {
+  const char* name;
+  std::optional<FailureMode> mode;
+};
+
+class DirectFailureModeTest
+    : public DirectLimiterFaultTest,
+      public ::testing::WithParamInterface<DirectModeCase> {};
+
+TEST_P(DirectFailureModeTest, ACallWithoutRedisGetsTheModesDecision) {
+  const DirectModeCase c = GetParam();
+  DirectLimiterOptions options;
+  options.connection = connection_;
+  options.key_prefix = prefix();
+  options.failure_mode = c.mode;
+  options.fallback_instances = 4;
+  auto limiter = DirectLimiter::Create(
+      LimitSpec::TokenBucket(40, absl::Hours(1)), options);
+  ASSERT_TRUE(limiter.ok()) << limiter.status();
+  ASSERT_TRUE((*limiter)->TryAcquire("m", 1, kWaitBound).ok());
+  server().Kill();
+  int admitted = 0;
+  for (int i = 0; i < 12; ++i) {
+    auto d = (*limiter)->TryAcquire("m", 1, absl::Milliseconds(100));
+    if (!c.mode.has_value()) {
+      ASSERT_FALSE(d.ok());  // the error, as without the option
+      continue;
+    }
+    ASSERT_TRUE(d.ok()) << d.status();
+    admitted += d->allowed;
+    switch (*c.mode) {
+      case FailureMode::kFailClosed:
+        EXPECT_FALSE(d->allowed);
+        EXPECT_EQ(d->retry_after_ns, 100'000'000);  // the call's deadline
+        break;
+      case FailureMode::kFailOpen:
+        EXPECT_EQ(d->source, DecisionSource::kFailOpen);
+        break;
+      case FailureMode::kFailLocal:
+        EXPECT_EQ(d->source, DecisionSource::kFallback);
+        break;
+    }
+  }
+  const DirectStats s = (*limiter)->stats();
+  EXPECT_EQ(s.redis_failures, 12u);
+  if (c.mode == FailureMode::kFailClosed) {
+    EXPECT_EQ(admitted, 0);
+    EXPECT_EQ(s.fail_closed_denied, 12u);
+  } else if (c.mode == FailureMode::kFailOpen) {
+    EXPECT_EQ(admitted, 12);
+    EXPECT_EQ(s.fail_open_admitted, 12u);
+  } else if (c.mode == FailureMode::kFailLocal) {
+    EXPECT_EQ(admitted, 10);  // the share, whole, then denials
+    EXPECT_EQ(s.fail_local_admitted, 10u);
+    EXPECT_EQ(s.fail_local_denied, 2u);
+  }
+  // Invalid input stays an error, whatever the mode.
+  EXPECT_EQ((*limiter)->TryAcquire("m", -1).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  // Back to Redis once it answers (restarted empty: a full bucket).
+  ASSERT_TRUE(server().Restart().ok());
+  absl::StatusOr<Decision> d;
+  const absl::Time end = absl::Now() + kWaitBound;
+  while (absl::Now() < end) {
+    d = (*limiter)->TryAcquire("m", 1, absl::Milliseconds(300));
+    if (d.ok() && d->source == DecisionSource::kDirect && d->allowed) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ASSERT_TRUE(d.ok()) << d.status();
+  EXPECT_EQ(d->source, DecisionSource::kDirect);
+  EXPECT_EQ(d->remaining, 39);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Modes, DirectFailureModeTest,
+    ::testing::Values(DirectModeCase{"unset", std::nullopt},
+                      DirectModeCase{"fail_closed", FailureMode::kFailClosed},
+                      DirectModeCase{"fail_open", FailureMode::kFailOpen},
+                      DirectModeCase{"fail_local", FailureMode::kFailLocal}),
+    [](const ::testing::TestParamInfo<DirectModeCase>& info) {
+      return std::string(info.param.name);
+    });
+
+// A script error for the key (here a wrong type) is a failure too: with a
+// mode, the key is decided by it; the error is counted.
+TEST_F(DirectLimiterTest, AWrongTypeKeyIsDecidedByTheFailureMode) {
+  DirectLimiterOptions options;
+  options.connection = connection_;
+  options.key_prefix = prefix();
+  options.failure_mode = FailureMode::kFailLocal;
+  auto limiter =
+      DirectLimiter::Create(LimitSpec::TokenBucket(3, absl::Hours(1)), options);
+  ASSERT_TRUE(limiter.ok()) << limiter.status();
+  client().Run({"RPUSH", absl::StrCat("{", prefix(), "w}:b0"), "x"});
+  int admitted = 0;
+  for (int i = 0; i < 5; ++i) {
+    auto d = (*limiter)->TryAcquire("w", 1, kWaitBound);
+    ASSERT_TRUE(d.ok()) << d.status();
+    EXPECT_EQ(d->source, DecisionSource::kFallback);
+    admitted += d->allowed;
+  }
+  EXPECT_EQ(admitted, 3);
+  EXPECT_EQ((*limiter)->stats().redis_failures, 5u);
+}
+
+TEST(DirectOptionsTest, FailureModeOptionsAreValidated) {
+  DirectLimiterOptions options;
+  options.failure_mode = FailureMode::kFailLocal;
+  options.fallback_instances = 0;
+  auto l =
+      DirectLimiter::Create(LimitSpec::Gcra(10, absl::Seconds(1)), options);
+  ASSERT_FALSE(l.ok());
+  EXPECT_THAT(l.status().message(),
+              HasSubstr("DirectLimiterOptions.fallback_instances is 0"));
+  options.fallback_instances = 1;
+  options.failure_mode = static_cast<FailureMode>(9);
+  l = DirectLimiter::Create(LimitSpec::Gcra(10, absl::Seconds(1)), options);
+  ASSERT_FALSE(l.ok());
+  EXPECT_THAT(l.status().message(),
+              HasSubstr("DirectLimiterOptions.failure_mode is 9"));
 }
 
 TEST_F(DirectLimiterTest, CreateRejectsBadInput) {

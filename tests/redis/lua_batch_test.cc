@@ -698,7 +698,7 @@ RedisReply Array(std::vector<RedisReply> elements) {
 
 TEST(ParseBatchReplyTest, WellFormed) {
   const std::vector<BatchItem> items = {Acquire("a", 1, 1), Charge("b", 1, 0),
-                                        Release("c", 1, 0, "l")};
+                                        Release("c", 10, 0, "l")};
   const Results r = internal::ParseBatchReply(
       Array({SixInts(), SixInts(), IntegerReply(7)}), items);
   ASSERT_EQ(r.size(), 3u);
@@ -760,6 +760,38 @@ TEST(ParseBatchReplyTest, MalformedRepliesAreErrorsNeverCrashes) {
     EXPECT_EQ(r[1].status().code(), absl::StatusCode::kInternal)
         << e.DebugString();
   }
+}
+
+// Numbers outside the protocol's ranges are never handed on: a negative
+// grant or wait would give tokens or time away, a grant above what was
+// wanted or a release above its amount would make tokens from nothing.
+TEST(ParseBatchReplyTest, OutOfRangeNumbersAreErrors) {
+  using ::tokenlease::testing::AcquireReply;
+  const std::vector<BatchItem> items = {Acquire("a", 3, 1),
+                                        Release("c", 5, 0, "l")};
+  for (const RedisReply& e :
+       {AcquireReply(-1, 2, 0, 4, 5), AcquireReply(1, -2, 0, 4, 5),
+        AcquireReply(0, 2, -2, 4, 5), AcquireReply(1, 2, 0, -4, 5),
+        AcquireReply(1, 2, 0, 4, 5, -1), AcquireReply(4, 2, 0, 4, 5)}) {
+    const Results r =
+        internal::ParseBatchReply(Array({e, IntegerReply(5)}), items);
+    ASSERT_EQ(r.size(), 2u);
+    EXPECT_EQ(r[0].status().code(), absl::StatusCode::kInternal)
+        << e.DebugString();
+    EXPECT_TRUE(r[1].ok());
+    EXPECT_FALSE(internal::ParseAcquireReply(e).ok() &&
+                 internal::ParseAcquireReply(e)->granted < 0);
+  }
+  EXPECT_FALSE(internal::ParseAcquireReply(AcquireReply(-1, 2, 0, 4, 5)).ok());
+  EXPECT_TRUE(internal::ParseAcquireReply(AcquireReply(0, 2, -1, 4, 5)).ok())
+      << "retry_after -1 means never";
+  for (const int64_t released : {-1, 6}) {
+    const Results r = internal::ParseBatchReply(
+        Array({AcquireReply(3, 2, 0, 4, 5), IntegerReply(released)}), items);
+    EXPECT_TRUE(r[0].ok());
+    EXPECT_EQ(r[1].status().code(), absl::StatusCode::kInternal) << released;
+  }
+  EXPECT_FALSE(internal::ParseReleaseReply(IntegerReply(-1)).ok());
 }
 
 TEST(ParseBatchReplyTest, ErrorsMapAsTheSingleScripts) {

@@ -3,6 +3,7 @@
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <hiredis/hiredis.h>
 
 #include <atomic>
 #include <chrono>
@@ -15,6 +16,7 @@
 #include "base/notification.h"
 #include "redis/endpoint.h"
 #include "redis/health_monitor.h"
+#include "redis/reply.h"
 #include "testing/redis_test.h"
 #include "testing/wait.h"
 #include "tokenlease/redis.h"
@@ -458,6 +460,37 @@ TEST_F(RedisClientFaultTest, AServerFrozenPastDeadAfterIsReset) {
 }
 
 // The health judgment alone, on made-up times (ns).
+// hiredis 0.14 allocates what an array header announces: the client's
+// readers refuse more than kMaxReplyElements (found by the fuzzer: a
+// header of 1.7e9 elements asked for 13.6 GB), and still read real
+// replies.
+TEST(ReplyReaderTest, OversizedArrayHeadersAreRefused) {
+  // "*-1" is the nil array (no allocation); other negative counts would be
+  // a calloc of almost 2^64 bytes.
+  for (const std::string header :
+       {"*1700000000\r\n", "*1048577\r\n", "*-5\r\n", "*-1\r\n"}) {
+    redisReader* reader = redisReaderCreate();
+    ASSERT_NE(reader, nullptr);
+    internal::LimitReplyArrays(reader);
+    ASSERT_EQ(redisReaderFeed(reader, header.data(), header.size()), REDIS_OK);
+    void* reply = nullptr;
+    const int rc = redisReaderGetReply(reader, &reply);
+    EXPECT_EQ(rc, header == "*-1\r\n" ? REDIS_OK : REDIS_ERR) << header;
+    if (reply != nullptr) freeReplyObject(reply);
+    redisReaderFree(reader);
+  }
+  redisReader* reader = redisReaderCreate();
+  internal::LimitReplyArrays(reader);
+  const std::string ok = "*2\r\n:1\r\n:2\r\n";
+  ASSERT_EQ(redisReaderFeed(reader, ok.data(), ok.size()), REDIS_OK);
+  void* reply = nullptr;
+  ASSERT_EQ(redisReaderGetReply(reader, &reply), REDIS_OK);
+  ASSERT_NE(reply, nullptr);
+  EXPECT_EQ(internal::CopyReply(reply).DebugString(), "[1, 2]");
+  freeReplyObject(reply);
+  redisReaderFree(reader);
+}
+
 TEST(HealthMonitorTest, FromRepliesTimeoutsAndTheConnection) {
   RedisOptions o;
   o.slow_reply = absl::Milliseconds(100);

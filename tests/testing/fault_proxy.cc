@@ -162,9 +162,15 @@ void FaultProxy::Run() {
         if (upstream >= 0 &&
             connect(upstream, reinterpret_cast<const sockaddr*>(&to),
                     sizeof(to)) == 0) {
+          // A peer that stops reading fails a send after 1 s instead of
+          // blocking the proxy (and its destructor) for good.
           const int one = 1;
-          setsockopt(client, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-          setsockopt(upstream, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+          const timeval send_timeout{1, 0};
+          for (const int fd : {client, upstream}) {
+            setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+            setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &send_timeout,
+                       sizeof(send_timeout));
+          }
           links.push_back(Link{client, upstream, {}, {}, false});
         } else {
           // The server is gone: the client sees its connection closed.
@@ -178,6 +184,10 @@ void FaultProxy::Run() {
       for (const bool from_client : {true, false}) {
         const pollfd& p = fds[1 + 2 * i + (from_client ? 0 : 1)];
         if (l.dead || (p.revents & (POLLIN | POLLHUP | POLLERR)) == 0) {
+          continue;
+        }
+        if (hold) {  // a peer hung up in the blackhole: read nothing, close
+          Close(l);
           continue;
         }
         const ssize_t n = recv(p.fd, buf, sizeof(buf), 0);

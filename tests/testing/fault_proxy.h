@@ -7,7 +7,9 @@
 // A blackhole holds bytes, it never discards them (they wait in the
 // kernel's socket buffers, as TCP retransmits them across a real
 // partition), so when it heals every reply still reaches its command in
-// order. One thread runs the proxy; SetMode may be called from any thread.
+// order (a peer that hangs up meanwhile closes its link). One thread runs
+// the proxy; SetMode may be called from any thread. A send that a peer does
+// not read within 1 s closes its link.
 #ifndef TOKENLEASE_TESTS_TESTING_FAULT_PROXY_H_
 #define TOKENLEASE_TESTS_TESTING_FAULT_PROXY_H_
 

@@ -423,8 +423,8 @@ int RunParent(DemoOptions o) {
   if (o.outage_at > 0 && (!o.url.empty() || o.mode == Mode::kLocal)) {
     std::fprintf(stderr,
                  "tokenlease demo: --outage_at stops the demo's private "
-                 "redis-server; it cannot be used with --url or "
-                 "--mode=local\n");
+                 "redis-server; it cannot be used with --url (or "
+                 "$TOKENLEASE_REDIS_URL) or --mode=local\n");
     return 1;
   }
   absl::StatusOr<RedisSetup> redis = SetUpRedis(o);

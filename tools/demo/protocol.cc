@@ -115,7 +115,8 @@ absl::Status ApplyKeyCounts(absl::string_view numbers, absl::string_view line,
 }
 
 // How many numbers a line with `tag` carries (V: 10 + its own count; L and
-// LC: any), or -1 for an unknown tag ("K" lines do not come here).
+// LC: any; LP: the phase and at least one sample), or -1 for an unknown
+// tag ("K" lines do not come here).
 int64_t ExpectedNumbers(absl::string_view tag, const std::vector<int64_t>& v) {
   if (tag == "R" || tag == "E") return 0;
   if (tag == "S") return 4;

@@ -23,6 +23,8 @@ ABSL_FLAG(int, ctl_fd, -1, "internal: the instance's control pipe");
 ABSL_FLAG(int, data_fd, -1, "internal: the instance's data pipe");
 ABSL_FLAG(std::string, prefix, "", "internal: the run's Redis key prefix");
 
+extern char** environ;  // POSIX: declared by no standard header
+
 namespace tokenlease::tools {
 namespace {
 
