@@ -47,7 +47,9 @@ struct DirectLimiterOptions {
   // (a wrong type, a corrupt value). Unset (the default): that error, for
   // the caller to handle. Set (opt-in insurance): a Decision instead, and
   // the error is only counted (DirectStats) and logged nowhere:
-  //   kFailClosed: denied, retry_after = the call's deadline;
+  //   kFailClosed: denied (source kDirect), retry_after = the call's
+  //     deadline (its timeout, else options.timeout, else the
+  //     connection's command_timeout);
   //   kFailOpen: admitted (source kFailOpen);
   //   kFailLocal: decided by an in-process Limiter enforcing the spec
   //     divided by `fallback_instances` (source kFallback; a key's share
@@ -70,6 +72,11 @@ class Limiter;
 struct DirectStats {
   // Calls that got no decision from Redis (any error but InvalidArgument).
   uint64_t redis_failures = 0;
+  // Of those, calls Redis answered with an error for the key: a wrong type
+  // or a corrupt value in its keys (FailedPrecondition, Internal). With a
+  // failure mode they are decided by it until the key is repaired: alert
+  // on this counter.
+  uint64_t key_errors = 0;
   // Decisions DirectLimiterOptions::failure_mode made for them.
   uint64_t fail_closed_denied = 0;
   uint64_t fail_open_admitted = 0;
@@ -107,7 +114,9 @@ class DirectLimiter {
 
   // The same without blocking: `done` runs exactly once, on the connection's
   // client thread (keep it short), or on the calling thread before this
-  // returns if the call could not be queued.
+  // returns if the call could not be queued or the failure mode decided
+  // without a call (the connection was kDown, also for the moments of a
+  // reconnect).
   void TryAcquireAsync(std::string_view key, int64_t cost,
                        DecisionCallback done,
                        absl::Duration timeout = absl::ZeroDuration());

@@ -29,16 +29,13 @@ struct Rendezvous {
   absl::StatusOr<T> result;
 };
 
-// Without a deadline of its own, a kFailClosed denial asks the caller to
-// retry after this.
-constexpr int64_t kDefaultRetryNs = 100'000'000;
-
 }  // namespace
 
 // relaxed: statistics, read by stats() only; nothing is published through
 // them.
 struct DirectLimiter::Counters {
   std::atomic<uint64_t> redis_failures{0};
+  std::atomic<uint64_t> key_errors{0};
   std::atomic<uint64_t> fail_closed_denied{0};
   std::atomic<uint64_t> fail_open_admitted{0};
   std::atomic<uint64_t> fail_local_admitted{0};
@@ -70,12 +67,14 @@ absl::StatusOr<std::unique_ptr<DirectLimiter>> DirectLimiter::Create(
     const LimitSpec& spec, const DirectLimiterOptions& options) {
   if (absl::Status s = internal::ValidateScriptSpec(spec); !s.ok()) return s;
   if (absl::Status s = options.Validate(); !s.ok()) return s;
-  absl::StatusOr<std::shared_ptr<RedisConnection>> connection =
-      internal::GivenOrNewConnection(options.connection, options.redis);
   std::unique_ptr<Limiter> fallback;
   if (options.failure_mode == FailureMode::kFailLocal) {
+    // Keys as long as Redis takes them (the share must decide every key
+    // the limiter accepts).
+    LimiterOptions local;
+    local.max_key_bytes = options.max_key_bytes;
     absl::StatusOr<std::unique_ptr<Limiter>> share = Limiter::Create(
-        internal::ShareOfLimit(spec, options.fallback_instances));
+        internal::ShareOfLimit(spec, options.fallback_instances), local);
     if (!share.ok()) {
       return absl::InvalidArgumentError(absl::StrCat(
           "DirectLimiterOptions.failure_mode is kFailLocal, but the share of "
@@ -86,6 +85,9 @@ absl::StatusOr<std::unique_ptr<DirectLimiter>> DirectLimiter::Create(
     }
     fallback = *std::move(share);
   }
+  // After every check: a refused limiter opens no connection.
+  absl::StatusOr<std::shared_ptr<RedisConnection>> connection =
+      internal::GivenOrNewConnection(options.connection, options.redis);
   if (!connection.ok()) return connection.status();
   auto limiter = std::unique_ptr<DirectLimiter>(
       new DirectLimiter(spec, options, *std::move(connection)));
@@ -104,6 +106,7 @@ DirectLimiter::DirectLimiter(const LimitSpec& spec,
 DirectStats DirectLimiter::stats() const {
   DirectStats s;
   s.redis_failures = counters_->redis_failures.load(std::memory_order_relaxed);
+  s.key_errors = counters_->key_errors.load(std::memory_order_relaxed);
   s.fail_closed_denied =
       counters_->fail_closed_denied.load(std::memory_order_relaxed);
   s.fail_open_admitted =
@@ -145,11 +148,14 @@ void DirectLimiter::Submit(std::string_view key, int64_t cost,
   // after this limiter is gone).
   auto fail = [mode = options_.failure_mode, fallback = fallback_,
                counters = counters_, key = std::string(key), cost, max_wait_us,
-               retry_ns = timeout > absl::ZeroDuration()
-                              ? absl::ToInt64Nanoseconds(timeout)
-                              : kDefaultRetryNs](
-                  absl::Status error) -> absl::StatusOr<Reservation> {
+               retry_ns = absl::ToInt64Nanoseconds(
+                   timeout > absl::ZeroDuration()
+                       ? timeout
+                       : connection_->options().command_timeout)](
+                  absl::Status error,
+                  bool key_error) -> absl::StatusOr<Reservation> {
     counters->redis_failures.fetch_add(1, std::memory_order_relaxed);
+    if (key_error) counters->key_errors.fetch_add(1, std::memory_order_relaxed);
     if (!mode.has_value()) return error;
     Reservation r;
     switch (*mode) {
@@ -190,21 +196,24 @@ void DirectLimiter::Submit(std::string_view key, int64_t cost,
   if (options_.failure_mode.has_value() &&
       connection_->health() == RedisHealth::kDown) {
     (*shared)(fail(absl::UnavailableError(
-        absl::StrCat("Redis at ", connection_->endpoint(),
-                     " is down (RedisHealth::kDown)"))));
+                       absl::StrCat("Redis at ", connection_->endpoint(),
+                                    " is down (RedisHealth::kDown)")),
+                   false));
     return;
   }
   absl::Status queued = connection_->client().SubmitScript(
       internal::kAcquireScript, std::move(argv),
       [shared, fail](absl::StatusOr<internal::RedisReply> reply) {
         if (!reply.ok()) {
-          (*shared)(fail(reply.status()));
+          (*shared)(fail(reply.status(), false));
           return;
         }
         absl::StatusOr<internal::AcquireResult> result =
             internal::ParseAcquireReply(*reply);
         if (!result.ok()) {
-          (*shared)(fail(result.status()));
+          // A reply that is an error for the key (a wrong type, a corrupt
+          // value) or no acquire reply at all.
+          (*shared)(fail(result.status(), true));
           return;
         }
         Reservation r;
@@ -214,7 +223,7 @@ void DirectLimiter::Submit(std::string_view key, int64_t cost,
         (*shared)(r);
       },
       timeout);
-  if (!queued.ok()) (*shared)(fail(queued));
+  if (!queued.ok()) (*shared)(fail(queued, false));
 }
 
 void DirectLimiter::TryAcquireAsync(std::string_view key, int64_t cost,

@@ -92,7 +92,7 @@ void LeaseBook::Apply(const LeaseCall& call,
                       LeaseCalls* out) {
   switch (call.kind) {
     case LeaseCall::Kind::kLease:
-      ApplyLease(call.entry, reply, now, out);
+      ApplyLease(call.entry, call.item, reply, now, out);
       break;
     case LeaseCall::Kind::kCharge:
       ApplyCharge(call, reply, now);
@@ -103,12 +103,13 @@ void LeaseBook::Apply(const LeaseCall& call,
   }
 }
 
-void LeaseBook::ApplyLease(LeaseEntry* e, const absl::StatusOr<RedisReply>& r,
-                           int64_t now, LeaseCalls* out) {
+void LeaseBook::ApplyLease(LeaseEntry* e, const BatchItem& item,
+                           const absl::StatusOr<RedisReply>& r, int64_t now,
+                           LeaseCalls* out) {
   LeaseRecord& rec = e->record;
   rec.request_in_flight = false;
   const absl::StatusOr<AcquireResult> res =
-      r.ok() ? ParseAcquireReply(*r)
+      r.ok() ? ParseAcquireItemReply(*r, item)
              : absl::StatusOr<AcquireResult>(r.status());
   // Answers only: a timeout says nothing of the next lease's arrival, and
   // would keep retry_after estimates high long after Redis is back.
@@ -333,7 +334,7 @@ void LeaseBook::ApplyCharge(const LeaseCall& call,
   e->record.charge_in_flight = false;
   e->record.charge_amount = 0;
   const absl::StatusOr<AcquireResult> r =
-      reply.ok() ? ParseAcquireReply(*reply)
+      reply.ok() ? ParseAcquireItemReply(*reply, call.item)
                  : absl::StatusOr<AcquireResult>(reply.status());
   if (r.ok()) {
     counters_.tokens_charged.fetch_add(r->granted, std::memory_order_relaxed);
@@ -383,7 +384,7 @@ void LeaseBook::ApplyRelease(const LeaseCall& call,
                              const absl::StatusOr<RedisReply>& reply) {
   --call.entry->record.releases_pending;
   const absl::StatusOr<int64_t> n =
-      reply.ok() ? ParseReleaseReply(*reply)
+      reply.ok() ? ParseReleaseItemReply(*reply, call.item)
                  : absl::StatusOr<int64_t>(reply.status());
   if (n.ok()) {
     counters_.tokens_returned.fetch_add(*n, std::memory_order_relaxed);

@@ -182,8 +182,9 @@ class LeaseBook {
     bool operator>(const Expiry& o) const { return at_ns > o.at_ns; }
   };
 
-  void ApplyLease(LeaseEntry* e, const absl::StatusOr<RedisReply>& r,
-                  int64_t now, LeaseCalls* out);
+  void ApplyLease(LeaseEntry* e, const BatchItem& item,
+                  const absl::StatusOr<RedisReply>& r, int64_t now,
+                  LeaseCalls* out);
   void ApplyGrant(LeaseEntry* e, const AcquireResult& res, bool ran_dry,
                   int64_t now, LeaseCalls* out);
   void ApplyRefusal(LeaseEntry* e, const AcquireResult& res, int64_t now);

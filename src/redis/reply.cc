@@ -95,7 +95,7 @@ namespace {
 const redisReplyObjectFunctions* hiredis_functions = nullptr;
 
 void* CreateCappedArray(const redisReadTask* task, int elements) {
-  if (elements < 0 || elements > kMaxReplyElements) return nullptr;
+  if (elements > kMaxReplyElements) return nullptr;
   return hiredis_functions->createArray(task, elements);
 }
 

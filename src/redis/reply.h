@@ -49,7 +49,8 @@ absl::StatusOr<std::vector<int64_t>> IntegerArray(const RedisReply& reply,
 inline constexpr int kMaxReplyElements = 1 << 20;
 
 // Makes `reader` (a redisReader*, as void* so this header needs no hiredis
-// include) refuse an array header above kMaxReplyElements, or negative:
+// include) refuse an array header above kMaxReplyElements (hiredis 0.14
+// itself refuses only counts above INT_MAX or below -1):
 // the reader fails with hiredis's "Out of memory" error, and a connection
 // then closes. Only for readers with hiredis's default reply functions
 // (any other reader is left as it is).

@@ -79,11 +79,15 @@ absl::StatusOr<AcquireResult> AcquireReply(const RedisReply& reply,
   // Out of the protocol's ranges (docs/lua-protocol.md): not our script's
   // reply, or a corrupted one. Never handed on: a negative grant or wait
   // would give tokens or time away.
-  if (x[0] < 0 || x[1] < 0 || x[2] < -1 || x[3] < 0 || x[5] < 0) {
+  // Times in us at most 2^52 (the scripts' own bound is 2^51 for a GCRA
+  // debt): x 1000 stays within int64 ns.
+  constexpr int64_t kMaxUs = int64_t{1} << 52;
+  if (x[0] < 0 || x[1] < 0 || x[2] < -1 || x[3] < 0 || x[5] < 0 ||
+      x[2] > kMaxUs || x[3] > kMaxUs || x[5] > kMaxUs) {
     return absl::InternalError(absl::StrCat(
         "tokenlease ", AbslView(script),
         " script: a reply out of range (granted, remaining, reset_after_us "
-        "and wait_us >= 0, retry_after_us >= -1): ",
+        "and wait_us >= 0, retry_after_us >= -1, times <= 2^52 us): ",
         reply.DebugString()));
   }
   return AcquireResult{x[0], x[1], x[2], x[3], x[4], x[5]};
@@ -391,28 +395,17 @@ std::vector<absl::StatusOr<BatchItemResult>> ParseBatchReply(
     const RedisReply& e = reply.elements[i];
     BatchItemResult r;
     if (items[i].op == BatchItem::Op::kRelease) {
-      absl::StatusOr<int64_t> released = ReleaseReply(e, "batch");
+      absl::StatusOr<int64_t> released = ParseReleaseItemReply(e, items[i]);
       if (!released.ok()) {
         out.push_back(released.status());
         continue;
       }
-      if (*released > items[i].amount) {
-        out.push_back(absl::InternalError(absl::StrCat(
-            "tokenlease batch script: released ", *released, " of ",
-            items[i].amount, " (a release returns at most its amount)")));
-        continue;
-      }
       r.released = *released;
     } else {
-      absl::StatusOr<AcquireResult> acquired = AcquireReply(e, "batch");
+      absl::StatusOr<AcquireResult> acquired =
+          ParseAcquireItemReply(e, items[i]);
       if (!acquired.ok()) {
         out.push_back(acquired.status());
-        continue;
-      }
-      if (acquired->granted > items[i].wanted) {
-        out.push_back(absl::InternalError(
-            absl::StrCat("tokenlease batch script: granted ", acquired->granted,
-                         " of ", items[i].wanted, " wanted")));
         continue;
       }
       r.acquire = *acquired;
@@ -420,6 +413,28 @@ std::vector<absl::StatusOr<BatchItemResult>> ParseBatchReply(
     out.push_back(r);
   }
   return out;
+}
+
+absl::StatusOr<AcquireResult> ParseAcquireItemReply(const RedisReply& reply,
+                                                    const BatchItem& item) {
+  absl::StatusOr<AcquireResult> acquired = AcquireReply(reply, "batch");
+  if (acquired.ok() && acquired->granted > item.wanted) {
+    return absl::InternalError(absl::StrCat("tokenlease batch script: granted ",
+                                            acquired->granted, " of ",
+                                            item.wanted, " wanted"));
+  }
+  return acquired;
+}
+
+absl::StatusOr<int64_t> ParseReleaseItemReply(const RedisReply& reply,
+                                              const BatchItem& item) {
+  absl::StatusOr<int64_t> released = ReleaseReply(reply, "batch");
+  if (released.ok() && *released > item.amount) {
+    return absl::InternalError(
+        absl::StrCat("tokenlease batch script: released ", *released, " of ",
+                     item.amount, " (a release returns at most its amount)"));
+  }
+  return released;
 }
 
 uint16_t HashSlot(std::string_view key) {

@@ -168,6 +168,15 @@ std::vector<std::string> BatchArguments(const LimitSpec& spec,
 std::vector<absl::StatusOr<BatchItemResult>> ParseBatchReply(
     const RedisReply& reply, std::span<const BatchItem> items);
 
+// One batch item's reply (an acquire, lease or charge item, or a release
+// item), checked against the item as well: a grant above `wanted`, or a
+// release above `amount`, is Internal (tokens from nothing). What
+// ParseBatchReply does per item, for callers that split the reply.
+absl::StatusOr<AcquireResult> ParseAcquireItemReply(const RedisReply& reply,
+                                                    const BatchItem& item);
+absl::StatusOr<int64_t> ParseReleaseItemReply(const RedisReply& reply,
+                                              const BatchItem& item);
+
 // The Redis Cluster hash slot of `key`: CRC16 (XMODEM) of its hash tag (the
 // bytes between the first '{' and the next '}', if not empty) or of the
 // whole key, mod 16384. Every key of a limit has the slot of

@@ -64,6 +64,9 @@ void Replies(std::string_view in) {
       if (auto a = ParseAcquireReply(reply); a.ok()) {
         Check(a->granted >= 0 && a->remaining >= 0 && a->retry_after_us >= -1 &&
               a->reset_after_us >= 0 && a->wait_us >= 0);
+        // What the limiters make of it (UBSan: no overflow in the ns).
+        const Decision d = ToDecision(*a, DecisionSource::kDirect);
+        Check(d.reset_after_ns >= 0 && d.retry_after_ns >= kNever);
       }
       if (auto r = ParseReleaseReply(reply); r.ok()) Check(*r >= 0);
       const auto batch = ParseBatchReply(reply, items);

@@ -459,14 +459,12 @@ TEST_F(RedisClientFaultTest, AServerFrozenPastDeadAfterIsReset) {
   }
 }
 
-// The health judgment alone, on made-up times (ns).
 // hiredis 0.14 allocates what an array header announces: the client's
 // readers refuse more than kMaxReplyElements (found by the fuzzer: a
 // header of 1.7e9 elements asked for 13.6 GB), and still read real
 // replies.
 TEST(ReplyReaderTest, OversizedArrayHeadersAreRefused) {
-  // "*-1" is the nil array (no allocation); other negative counts would be
-  // a calloc of almost 2^64 bytes.
+  // "*-1" is the nil array; hiredis itself refuses other negative counts.
   for (const std::string header :
        {"*1700000000\r\n", "*1048577\r\n", "*-5\r\n", "*-1\r\n"}) {
     redisReader* reader = redisReaderCreate();
@@ -491,6 +489,7 @@ TEST(ReplyReaderTest, OversizedArrayHeadersAreRefused) {
   redisReaderFree(reader);
 }
 
+// The health judgment alone, on made-up times (ns).
 TEST(HealthMonitorTest, FromRepliesTimeoutsAndTheConnection) {
   RedisOptions o;
   o.slow_reply = absl::Milliseconds(100);
