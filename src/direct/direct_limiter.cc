@@ -141,19 +141,19 @@ void DirectLimiter::Submit(std::string_view key, int64_t cost,
   std::vector<std::string> argv =
       internal::AcquireArguments(spec_, options_.key_prefix, key, args);
   if (timeout <= absl::ZeroDuration()) timeout = options_.timeout;
-  // The callback is shared between the submit and its failure path: Submit
-  // does not call it when it returns an error.
   // What a call that got no decision returns: its error, or the failure
   // mode's decision (captured by value and shared_ptr: the reply may come
-  // after this limiter is gone).
-  auto fail = [mode = options_.failure_mode, fallback = fallback_,
-               counters = counters_, key = std::string(key), cost, max_wait_us,
-               retry_ns = absl::ToInt64Nanoseconds(
-                   timeout > absl::ZeroDuration()
-                       ? timeout
-                       : connection_->options().command_timeout)](
-                  absl::Status error,
-                  bool key_error) -> absl::StatusOr<Reservation> {
+  // after this limiter is gone). The key is copied only for the local
+  // share that needs it.
+  auto fail =
+      [mode = options_.failure_mode, fallback = fallback_, counters = counters_,
+       key = fallback_ != nullptr ? std::string(key) : std::string(), cost,
+       max_wait_us,
+       retry_ns = absl::ToInt64Nanoseconds(
+           timeout > absl::ZeroDuration()
+               ? timeout
+               : connection_->options().command_timeout)](
+          absl::Status error, bool key_error) -> absl::StatusOr<Reservation> {
     counters->redis_failures.fetch_add(1, std::memory_order_relaxed);
     if (key_error) counters->key_errors.fetch_add(1, std::memory_order_relaxed);
     if (!mode.has_value()) return error;
@@ -189,6 +189,8 @@ void DirectLimiter::Submit(std::string_view key, int64_t cost,
     }
     return error;
   };
+  // Shared by the reply callback and the failure paths below: SubmitScript
+  // does not call its callback when it returns an error.
   auto shared = std::make_shared<ReservationCallback>(std::move(done));
   // With a mode, a connection that is down decides at once instead of
   // making every call wait for its deadline; the connection reconnects and

@@ -275,6 +275,40 @@ TEST_F(LeaseBookTest, ErrorsBackOffPerKeyUpTo250ms) {
   Expire(now + tick);  // lifts both refusals before `other` goes away
 }
 
+// After an outage (RedisHealth kDown, then an answer): the round-trip
+// estimate, which a reply that waited out a frozen server inflated, is the
+// one of before, so retry_after drops back at once; and a key backing off
+// after a failed call asks again at this step, not after its backoff.
+TEST_F(LeaseBookTest, RecoveryRestoresTheRoundTripAndRetriesAtOnce) {
+  const int64_t before = book_.round_trip_ns();
+  book_.OutageBegan();
+  // A lease request answered 5 s later (the server was frozen).
+  LeaseCalls calls = Ask(kT0);
+  ASSERT_THAT(calls, SizeIs(1));
+  int64_t now = kT0 + 5000 * kMs;
+  Apply(calls[0], AcquireReply(1, 10), now);
+  EXPECT_GT(book_.round_trip_ns(), before + 500 * kMs);
+  // Another request fails: the key backs off.
+  calls = Ask(now);
+  ASSERT_THAT(calls, SizeIs(1));
+  Apply(calls[0], absl::UnavailableError("gone"), now);
+  ASSERT_GT(e_->deny_until_ns.load(), now);
+  ASSERT_TRUE(Flags() & kRedisFailed);
+  now += kMs;
+  book_.Recovered(now);
+  EXPECT_EQ(book_.round_trip_ns(), before);
+  EXPECT_EQ(e_->deny_until_ns.load(), now);
+  Expire(now);
+  EXPECT_FALSE(Flags() & kDenied);
+  // Not in an outage: Recovered changes nothing.
+  calls = Ask(now);
+  ASSERT_THAT(calls, SizeIs(1));
+  Apply(calls[0], AcquireReply(1, 10), now + 3000 * kMs);
+  const int64_t inflated = book_.round_trip_ns();
+  book_.Recovered(now + 3000 * kMs);
+  EXPECT_EQ(book_.round_trip_ns(), inflated);
+}
+
 // Tokens admitted without a lease are charged before the key's lease
 // request; one charge per key is in flight at a time, a failed one is
 // retried, and nothing is lost or counted twice.
