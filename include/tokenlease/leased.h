@@ -153,6 +153,24 @@ struct LeasedLimiterOptions {
   // instances together admit more than the limit during an outage; too
   // large: less. 1 .. 65536.
   int32_t fallback_instances = 1;
+  // Instance discovery, for kFailLocal's share. Empty (the default): the
+  // share is of fallback_instances. Otherwise every limiter of this group
+  // announces itself in Redis every announce_ttl / 3, in the sorted set
+  // "{<key_prefix><instance_group>}:instances" (docs/lua-protocol.md,
+  // announce.lua; Redis's time), and the share is of the instances whose
+  // announcement has not expired: the highest count seen within the last
+  // announce_ttl (so a share never grows while the instances of a Redis
+  // that restarted empty announce themselves again), fallback_instances
+  // until the first count, and the last count while Redis is away.
+  // Limiters that share a limit use one group; give different limits
+  // different groups. 1 .. 256 bytes without '{' or '}'.
+  std::string instance_group;
+  // How long an announcement lasts: a stopped instance leaves the count
+  // after at most this long (one that ends normally leaves at once), and
+  // the others' shares grow one announce_ttl later. Shorter: the count
+  // follows the fleet sooner; longer: fewer calls (3 per announce_ttl per
+  // instance). 100 ms .. 10 min.
+  absl::Duration announce_ttl = absl::Seconds(3);
   OutageUsage outage_usage = OutageUsage::kForget;
   // Shadow mode: decide and count as usual, but admit every request a
   // decision would deny (source kShadow, LeaseStats::shadow_denied). For
@@ -190,7 +208,14 @@ struct LeaseStats {
   uint64_t fail_local_admitted = 0;
   uint64_t fail_local_denied = 0;
   uint64_t shadow_denied = 0;  // denials shadow mode admitted
-  RedisStats redis;            // the connection's counters
+  // The instances kFailLocal's share is of now: fallback_instances, or the
+  // count discovered (LeasedLimiterOptions::instance_group).
+  int32_t instances = 1;
+  // Instance discovery: announcements Redis answered, and those that
+  // failed (no connection, a timeout, an error such as a wrong-type key).
+  uint64_t announcements = 0;
+  uint64_t announce_failures = 0;
+  RedisStats redis;  // the connection's counters
 };
 
 class LeasedLimiter;

@@ -21,8 +21,10 @@
 #include "leased/lease_book.h"
 #include "leased/lease_entry.h"
 #include "leased/lease_transport.h"
+#include "leased/local_fallback.h"
 #include "leased/reconciler.h"
 #include "local/spec_facts.h"
+#include "redis/instance_census.h"
 #include "redis/redis_client.h"
 #include "redis/script_call.h"
 #include "tokenlease/leased.h"
@@ -53,19 +55,27 @@ std::string RandomInstanceId() {
 }
 
 // kFailLocal: the in-process engine enforcing this instance's share.
-std::unique_ptr<Limiter> MakeFallback(const LimitSpec& spec,
-                                      const LeasedLimiterOptions& options,
-                                      Clock* clock) {
+std::unique_ptr<internal::LocalFallback> MakeFallback(
+    const LimitSpec& spec, const LeasedLimiterOptions& options, Clock* clock) {
   if (options.failure_mode != FailureMode::kFailLocal) return nullptr;
   LimiterOptions o;
   o.clock = clock;
   o.max_keys = options.max_keys;
   o.shards = options.shards;
   o.max_key_bytes = options.max_key_bytes;
-  absl::StatusOr<std::unique_ptr<Limiter>> l = Limiter::Create(
-      internal::ShareOfLimit(spec, options.fallback_instances), o);
-  // The share of a valid spec is valid, and the options were validated.
-  return l.ok() ? *std::move(l) : nullptr;
+  return std::make_unique<internal::LocalFallback>(spec, o,
+                                                   options.fallback_instances);
+}
+
+// Instance discovery (LeasedLimiterOptions::instance_group), or null.
+std::unique_ptr<internal::InstanceCensus> MakeCensus(
+    const LeasedLimiterOptions& options, RedisConnection& connection,
+    const std::string& instance_id) {
+  if (options.instance_group.empty()) return nullptr;
+  return std::make_unique<internal::InstanceCensus>(
+      &connection.client(),
+      internal::InstancesKey(options.key_prefix, options.instance_group),
+      instance_id, options.announce_ttl, options.fallback_instances);
 }
 
 Decision InvalidArgumentDecision() {
@@ -87,21 +97,32 @@ class LeasedLimiter::Impl final : public internal::LeaseRegistry::Owner {
         clock_(options_.clock != nullptr ? options_.clock : DefaultClock()),
         max_cost_(internal::FirstBandBurst(spec_)),
         max_key_bytes_(static_cast<size_t>(options_.max_key_bytes)),
-        book_(spec_, options_.lease, RandomInstanceId(),
-              std::random_device{}()),
+        instance_id_(RandomInstanceId()),
+        book_(spec_, options_.lease, instance_id_, std::random_device{}()),
         registry_(this, options_.max_keys, options_.shards,
                   internal::LeaseRegistry::Growth::kRefusesWhenFull),
         credit_(book_.initial_credit()),
         fallback_(MakeFallback(spec_, options_, clock_)),
+        census_(MakeCensus(options_, *connection_, instance_id_)),
         transport_(&connection_->client(), spec_, options_.key_prefix),
         reconciler_(&book_, &registry_, &transport_, clock_, options_.lease,
                     options_.key_prefix,
                     static_cast<size_t>(
                         std::min<int64_t>(options_.max_keys, 1 << 16))) {
+    if (census_ != nullptr) {
+      reconciler_.SetStepHook([this](int64_t now_ns) {
+        census_->Tick(now_ns);
+        if (fallback_ != nullptr) fallback_->SetInstances(census_->count());
+      });
+    }
     reconciler_.Start();
   }
 
-  ~Impl() override { reconciler_.Stop(options_.lease.release_deadline); }
+  ~Impl() override {
+    reconciler_.Stop(options_.lease.release_deadline);
+    // After the reconciler's thread (the census's owner) ended.
+    if (census_ != nullptr) census_->Leave();
+  }
 
   // LeaseRegistry::Owner. Entries are retired only by the reconciler
   // (Growth::kRefusesWhenFull), which alone may read the book. A key the
@@ -454,6 +475,12 @@ class LeasedLimiter::Impl final : public internal::LeaseRegistry::Owner {
     s.fail_local_denied =
         counters_.fail_local_denied.load(std::memory_order_relaxed);
     s.shadow_denied = counters_.shadow_denied.load(std::memory_order_relaxed);
+    s.instances =
+        census_ != nullptr ? census_->count() : options_.fallback_instances;
+    if (census_ != nullptr) {
+      s.announcements = census_->answered();
+      s.announce_failures = census_->failed();
+    }
     return s;
   }
 
@@ -475,6 +502,7 @@ class LeasedLimiter::Impl final : public internal::LeaseRegistry::Owner {
   const int64_t max_cost_;  // the first band's burst
   // options_.max_key_bytes, beside what the decision path reads.
   const size_t max_key_bytes_;
+  const std::string instance_id_;  // unique per limiter instance
   // Destroyed in reverse: the reconciler (stopped first) before the
   // registry and the book it uses.
   internal::LeaseBook book_;
@@ -482,7 +510,10 @@ class LeasedLimiter::Impl final : public internal::LeaseRegistry::Owner {
   const int64_t credit_;  // A: a new key's local credit (book_)
   const bool shadow_ = options_.shadow;
   // kFailLocal's engine (null for the other modes).
-  const std::unique_ptr<Limiter> fallback_;
+  const std::unique_ptr<internal::LocalFallback> fallback_;
+  // Instance discovery (null without an instance_group); driven by the
+  // reconciler's steps.
+  const std::unique_ptr<internal::InstanceCensus> census_;
   // Counts of the failure and shadow paths (never the lease path). Relaxed:
   // statistics. Own cache line: they are written during outages by every
   // deciding thread, and must not slow the lines the lease path reads.
@@ -560,18 +591,25 @@ absl::StatusOr<std::unique_ptr<LeasedLimiter>> LeasedLimiter::Create(
     return s;
   }
   if (options.failure_mode == FailureMode::kFailLocal) {
-    // The share must be a limit the local engine can keep exactly.
+    // The share must be a limit the local engine can keep exactly: the
+    // configured count's, and with discovery the smallest share too.
     LimiterOptions o;
     o.max_keys = options.max_keys;
     o.shards = options.shards;
     o.max_key_bytes = options.max_key_bytes;
-    absl::StatusOr<std::unique_ptr<Limiter>> share = Limiter::Create(
-        internal::ShareOfLimit(spec, options.fallback_instances), o);
-    if (!share.ok()) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "FailureMode::kFailLocal: the share of one of ",
-          options.fallback_instances, " instances is not a valid local limit (",
-          share.status().message(), "); choose another fallback_instances"));
+    for (int32_t instances : {options.fallback_instances,
+                              options.instance_group.empty()
+                                  ? options.fallback_instances
+                                  : internal::InstanceCensus::kMaxInstances}) {
+      absl::StatusOr<std::unique_ptr<Limiter>> share =
+          Limiter::Create(internal::ShareOfLimit(spec, instances), o);
+      if (!share.ok()) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "FailureMode::kFailLocal: the share of one of ", instances,
+            " instances is not a valid local limit (", share.status().message(),
+            "); choose another fallback_instances",
+            options.instance_group.empty() ? "" : " or no instance_group"));
+      }
     }
   }
   absl::StatusOr<std::shared_ptr<RedisConnection>> connection =

@@ -46,6 +46,12 @@ absl::Status LeasedLimiterOptions::Validate() const {
       internal::CheckMaxKeyBytes("LeasedLimiterOptions", max_key_bytes),
       internal::CheckInteger("LeasedLimiterOptions.fallback_instances",
                              fallback_instances, 1, 65536),
+      instance_group.empty()
+          ? absl::OkStatus()
+          : internal::ValidateKeyPrefix("LeasedLimiterOptions.instance_group",
+                                        instance_group),
+      internal::CheckDuration("LeasedLimiterOptions.announce_ttl", announce_ttl,
+                              absl::Milliseconds(100), absl::Minutes(10)),
       lease.Validate(),
       connection == nullptr ? redis.Validate() : absl::OkStatus(),
   });

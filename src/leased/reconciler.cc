@@ -141,6 +141,7 @@ absl::Status Reconciler::Sync(absl::Duration timeout) {
 
 void Reconciler::Step() {
   const int64_t now = clock_->NowNanos();
+  if (step_hook_) step_hook_(now);
   book_->BeginStep(now);
   // Before the retries and expiries below: a recovery lets keys that backed
   // off ask again in this step.

@@ -18,6 +18,7 @@
 #include <thread>
 #include <vector>
 
+#include "absl/functional/any_invocable.h"
 #include "absl/status/status.h"
 #include "base/mpsc_queue.h"
 #include "base/sharded_registry.h"
@@ -50,6 +51,11 @@ class Reconciler {
              size_t queue_capacity);
   ~Reconciler();  // Stop() if still running
 
+  // Runs `hook` on the reconciler's thread at the start of every step,
+  // with the step's time (instance discovery). Before Start() only.
+  void SetStepHook(absl::AnyInvocable<void(int64_t now_ns)> hook) {
+    step_hook_ = std::move(hook);
+  }
   void Start();
   // Returns every lease and charges every unleased admission, waits for
   // Redis (up to `timeout`), then stops the thread.
@@ -238,6 +244,7 @@ class Reconciler {
   // replies were applied and their follow-ups counted, so a ReturnAll
   // waiter that loads 0 with acquire sees every reply's effects.
   std::atomic<int64_t> outstanding_{0};
+  absl::AnyInvocable<void(int64_t now_ns)> step_hook_;  // may be empty
   std::thread thread_;
 };
 

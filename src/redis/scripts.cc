@@ -13,5 +13,7 @@ constinit const LuaScript kReleaseScript{AbslView(lua::kReleaseSha1),
                                          AbslView(lua::kReleaseScript)};
 constinit const LuaScript kBatchScript{AbslView(lua::kBatchSha1),
                                        AbslView(lua::kBatchScript)};
+constinit const LuaScript kAnnounceScript{AbslView(lua::kAnnounceSha1),
+                                          AbslView(lua::kAnnounceScript)};
 
 }  // namespace tokenlease::internal

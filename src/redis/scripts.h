@@ -13,6 +13,9 @@ extern const LuaScript kAcquireScript;
 extern const LuaScript kReleaseScript;
 // batch.lua: many keys' acquires, charges and releases for one limit.
 extern const LuaScript kBatchScript;
+// announce.lua: instance discovery (an instance alive for a TTL, or leaving;
+// replies the group's live instances).
+extern const LuaScript kAnnounceScript;
 
 }  // namespace tokenlease::internal
 

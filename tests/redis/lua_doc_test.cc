@@ -142,9 +142,11 @@ TEST(LuaDocTest, ConsoleExamplesReplayByteForByte) {
 TEST(LuaDocTest, QuotedDigestsAreTheBuiltOnes) {
   const std::string doc = ReadFile(kDocPath);
   ASSERT_FALSE(doc.empty()) << "cannot read " << kDocPath;
-  const std::set<std::string> built = {std::string(internal::lua::kAcquireSha1),
-                                       std::string(internal::lua::kReleaseSha1),
-                                       std::string(internal::lua::kBatchSha1)};
+  const std::set<std::string> built = {
+      std::string(internal::lua::kAcquireSha1),
+      std::string(internal::lua::kReleaseSha1),
+      std::string(internal::lua::kBatchSha1),
+      std::string(internal::lua::kAnnounceSha1)};
   const std::regex hex40("(^|[^0-9a-fA-F])([0-9a-fA-F]{40})(?![0-9a-fA-F])");
   for (std::sregex_iterator it(doc.begin(), doc.end(), hex40), end; it != end;
        ++it) {
@@ -153,7 +155,8 @@ TEST(LuaDocTest, QuotedDigestsAreTheBuiltOnes) {
         << kDocPath << " quotes the digest " << digest
         << ", which is none of acquire.lua's (" << internal::lua::kAcquireSha1
         << "), release.lua's (" << internal::lua::kReleaseSha1
-        << ") and batch.lua's (" << internal::lua::kBatchSha1
+        << "), batch.lua's (" << internal::lua::kBatchSha1
+        << ") and announce.lua's (" << internal::lua::kAnnounceSha1
         << ") of this build; refer to the .sha1 files instead";
   }
 }
@@ -169,6 +172,9 @@ TEST(LuaDocTest, BuiltScriptFilesAreTheEmbeddedScripts) {
   EXPECT_EQ(ReadFile(dir + "batch.lua"), internal::lua::kBatchScript);
   EXPECT_EQ(ReadFile(dir + "batch.lua.sha1"),
             std::string(internal::lua::kBatchSha1) + "\n");
+  EXPECT_EQ(ReadFile(dir + "announce.lua"), internal::lua::kAnnounceScript);
+  EXPECT_EQ(ReadFile(dir + "announce.lua.sha1"),
+            std::string(internal::lua::kAnnounceSha1) + "\n");
 }
 
 }  // namespace

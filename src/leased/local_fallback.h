@@ -1,0 +1,63 @@
+// FailureMode::kFailLocal's engine: a local Limiter enforcing this
+// instance's share of the limit (the limit divided by the instances that
+// share it) while Redis cannot decide. With instance discovery the share
+// follows the live count: the reconciler's thread puts a new engine in
+// place when the count changes, and deciding threads keep using the one
+// they loaded until they leave it (epoch-based reclamation).
+#ifndef TOKENLEASE_SRC_LEASED_LOCAL_FALLBACK_H_
+#define TOKENLEASE_SRC_LEASED_LOCAL_FALLBACK_H_
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "tokenlease/decision.h"
+#include "tokenlease/limiter.h"
+#include "tokenlease/spec.h"
+
+namespace tokenlease::internal {
+
+class LocalFallback {
+ public:
+  // `spec` must be valid and its share of `instances` a valid local limit
+  // (LeasedLimiter::Create checks this for 1 .. 65536 instances).
+  LocalFallback(const LimitSpec& spec, const LimiterOptions& options,
+                int32_t instances);
+  ~LocalFallback();
+  LocalFallback(const LocalFallback&) = delete;
+  LocalFallback& operator=(const LocalFallback&) = delete;
+
+  // Any thread: decides `key` from this instance's current share.
+  Decision TryAcquire(std::string_view key, int64_t cost, int64_t now_ns);
+
+  // One thread (the reconciler's): from now on the share is that of
+  // `instances` (1 .. 65536). A change starts a new engine, so keys start
+  // afresh with the new share (the count changes only while Redis answers,
+  // when the engine decides for no key but those Redis refused with an
+  // error). Also frees the engines no decision can still be using.
+  void SetInstances(int32_t instances);
+  // The count the current share is of. Any thread.
+  int32_t instances() const {
+    // relaxed: a value on its own (statistics).
+    return instances_.load(std::memory_order_relaxed);
+  }
+
+ private:
+  const LimitSpec spec_;
+  const LimiterOptions options_;
+  // Acquire by deciding threads, release by SetInstances: a new engine is
+  // built before it is seen.
+  std::atomic<Limiter*> current_;
+  std::atomic<int32_t> instances_;
+  // SetInstances's thread only: the engine in use, and those replaced,
+  // with the epoch they were replaced at.
+  std::unique_ptr<Limiter> owned_;
+  std::vector<std::pair<uint64_t, std::unique_ptr<Limiter>>> retired_;
+};
+
+}  // namespace tokenlease::internal
+
+#endif  // TOKENLEASE_SRC_LEASED_LOCAL_FALLBACK_H_
