@@ -72,7 +72,11 @@ local max_debt = v == '0' and 0 or int_arg(v, 0, 1099511627776)
 if not max_debt then return {err = ERR .. 'max_debt is ' .. tostring(v) ..
       '; it must be an integer in [0, 1099511627776]'} end
 --@include lib/args.lua band_count
---@include lib/args.lua arg_count
+local SI = N_ARG + 9 * nb + 1  -- where empty_since_us is, if given
+--@include lib/args.lua since
+if #A ~= SI then
+  --@include lib/args.lua arg_count
+end
 
 -- Bands (same layout and checks as release.lua and batch.lua).
 local bands, k = {}, 1

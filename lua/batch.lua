@@ -88,9 +88,11 @@ for j = 1, m do
             '\'; acquire, lease, charge or release'}
   end
 end
-if #A ~= ai - 1 then
+local SI = ai  -- where empty_since_us is, if given
+--@include lib/args.lua since
+if #A ~= ai - 1 and #A ~= SI then
   return {err = ERR .. 'expected ' .. (ai - 1) .. ' arguments for ' .. m ..
-          ' items, got ' .. #A}
+          ' items (' .. ai .. ' with empty_since_us), got ' .. #A}
 end
 if #KEYS ~= nk then
   return {err = ERR .. 'expected ' .. nk .. ' keys, got ' .. #KEYS}

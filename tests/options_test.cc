@@ -180,6 +180,16 @@ const OptionCase kCases[] = {
      "RedisOptions.url: redis URL \"http://x\""},
 
     // DirectLimiterOptions
+    {"DirectInstanceGroupBrace", With<D>([](D& o) { o.instance_group = "{g"; }),
+     "DirectLimiterOptions.instance_group \"{g\""},
+    {"DirectInstanceGroupTop",
+     With<D>([](D& o) { o.instance_group = std::string(256, 'g'); }), ""},
+    {"DirectAnnounceTtlBelow",
+     With<D>([](D& o) { o.announce_ttl = absl::Milliseconds(100) - kNs; }),
+     "DirectLimiterOptions.announce_ttl is"},
+    {"DirectAnnounceTtlAbove",
+     With<D>([](D& o) { o.announce_ttl = absl::Minutes(10) + kNs; }),
+     "DirectLimiterOptions.announce_ttl is"},
     {"DirectKeyPrefixLong",
      With<D>([](D& o) { o.key_prefix = std::string(257, 'p'); }),
      "DirectLimiterOptions.key_prefix"},

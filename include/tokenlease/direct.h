@@ -52,14 +52,29 @@ struct DirectLimiterOptions {
   //     connection's command_timeout);
   //   kFailOpen: admitted (source kFailOpen);
   //   kFailLocal: decided by an in-process Limiter enforcing the spec
-  //     divided by `fallback_instances` (source kFallback; a key's share
+  //     divided by the instances sharing it, `fallback_instances` or the
+  //     count `instance_group` discovers (source kFallback; a key's share
   //     starts full and refills across outages).
   // While the connection is kDown the mode decides at once, without a
   // call. Reserve follows the same rule. Invalid input (InvalidArgument) is
   // always an error. Nothing admitted this way is charged to Redis later.
   std::optional<FailureMode> failure_mode;
-  // kFailLocal: how many instances share the limit. 1 .. 65536.
+  // kFailLocal: how many instances share the limit (with instance_group:
+  // until the first count). 1 .. 65536.
   int32_t fallback_instances = 1;
+  // Instance discovery for kFailLocal's share, as
+  // LeasedLimiterOptions::instance_group (the same sorted set, so direct
+  // and leased limiters of one group count each other). A DirectLimiter
+  // has no thread: it announces itself from its calls (one every
+  // announce_ttl / 3 at most), so a limiter that makes no call for
+  // announce_ttl drops out of the others' counts until its next call.
+  // Empty (the default): no discovery. 1 .. 256 bytes without '{' or '}'.
+  std::string instance_group;
+  // As LeasedLimiterOptions::announce_ttl. 100 ms .. 10 min.
+  absl::Duration announce_ttl = absl::Seconds(3);
+  // As LeasedLimiterOptions::start_empty: after Redis lost its data, a
+  // key without state counts as drained at the time its state began again.
+  bool start_empty = false;
 
   // OK, or InvalidArgument naming the field and the accepted range (also
   // `redis`'s fields when no connection is given).
@@ -82,7 +97,16 @@ struct DirectStats {
   uint64_t fail_open_admitted = 0;
   uint64_t fail_local_admitted = 0;
   uint64_t fail_local_denied = 0;
+  // The instances kFailLocal's share is of now, and instance discovery's
+  // announcements answered and failed (as LeaseStats).
+  int32_t instances = 1;
+  uint64_t announcements = 0;
+  uint64_t announce_failures = 0;
 };
+
+namespace internal {
+class LocalFallback;
+}  // namespace internal
 
 // A limit decided on Redis, one script call per decision. Thread-safe.
 class DirectLimiter {
@@ -97,6 +121,8 @@ class DirectLimiter {
   // (in the background) unless options.connection is given.
   static absl::StatusOr<std::unique_ptr<DirectLimiter>> Create(
       const LimitSpec& spec, const DirectLimiterOptions& options = {});
+  // With instance discovery, withdraws this instance's announcement.
+  ~DirectLimiter();
 
   // Asks Redis whether `cost` tokens of `key` may be taken now, and takes
   // them if so; blocks up to `timeout` (0: options.timeout). The decision's
@@ -143,16 +169,21 @@ class DirectLimiter {
   DirectLimiter(const LimitSpec& spec, const DirectLimiterOptions& options,
                 std::shared_ptr<RedisConnection> connection);
   struct Counters;
+  struct Census;  // instance discovery (direct_limiter.cc)
   void Submit(std::string_view key, int64_t cost, int64_t max_wait_us,
               absl::Duration timeout, ReservationCallback done);
+  // Instance discovery: announces and updates the share when due (one
+  // caller at a time; the others go on).
+  void TickCensus();
 
   const LimitSpec spec_;
   const DirectLimiterOptions options_;
   const std::shared_ptr<RedisConnection> connection_;
   // FailureMode::kFailLocal's share; null otherwise. Shared with callbacks
   // that may run on the client thread after this limiter is gone.
-  std::shared_ptr<Limiter> fallback_;
+  std::shared_ptr<internal::LocalFallback> fallback_;
   std::shared_ptr<Counters> counters_;
+  std::unique_ptr<Census> census_;  // null without an instance_group
 };
 
 }  // namespace tokenlease

@@ -172,6 +172,16 @@ struct LeasedLimiterOptions {
   // instance). 100 ms .. 10 min.
   absl::Duration announce_ttl = absl::Seconds(3);
   OutageUsage outage_usage = OutageUsage::kForget;
+  // After Redis lost its data (a restart without persistence, a failover
+  // to an empty replica), a key without state counts as drained at the
+  // time its Redis state began again (RedisStats::state_since_us, the
+  // marker every connection reads first), instead of as a full bucket: the
+  // limit hands out no second burst, and keys refill from that time (one
+  // refill period with nothing for a key that was idle). Also on a new
+  // Redis. Token bucket, GCRA, fixed-window and sliding-counter bands
+  // (Create refuses it with a sliding-log band). Default false: a key
+  // without state is fresh. docs/operations.md, "Data loss".
+  bool start_empty = false;
   // Shadow mode: decide and count as usual, but admit every request a
   // decision would deny (source kShadow, LeaseStats::shadow_denied). For
   // trying a limit on live traffic before enforcing it. What shadow mode

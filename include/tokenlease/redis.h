@@ -123,6 +123,15 @@ struct RedisStats {
   uint64_t resets = 0;    // connections reset: nothing answered dead_after
   uint64_t degraded = 0;  // transitions into kDegraded
   uint64_t down = 0;      // transitions into kDown (not the initial state)
+  // When this Redis's tokenlease state began (µs since the epoch, Redis's
+  // clock): the data-loss marker every connection reads before its first
+  // call (docs/lua-protocol.md, since.lua); -1 until read, or if it cannot
+  // be (a read-only replica, OOM). A limit with start_empty counts keys
+  // without state as drained at that time.
+  int64_t state_since_us = -1;
+  // Times the marker changed while this client ran: Redis lost its data (a
+  // restart without persistence, FLUSHALL, a failover to an empty replica).
+  uint64_t data_losses = 0;
   RedisHealth health = RedisHealth::kDegraded;  // now
 };
 

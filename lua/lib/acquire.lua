@@ -276,6 +276,23 @@ for i = 1, nb do
   else
     local key = b.key
     --@include lib/state.lua read
+    if x == nil and empty_since and empty_since <= now then
+      -- No state in a Redis whose tokenlease state began at empty_since
+      -- (new, or emptied): the key counts as drained then, not as fresh.
+      -- Each call that finds no state derives the same state, so the
+      -- first write keeps it consistent.
+      if kind == 'gcra' then  -- TAT = empty_since + tol / l us
+        y = b.tol % b.l; x = empty_since + (b.tol - y) / b.l; z = b.l
+      elseif kind == 'step' then  -- no tokens, steps counted from then
+        x = 0; y = empty_since
+      elseif kind == 'fixed' then  -- that window's limit used
+        x = b.aligned and aligned_start(empty_since, b.period, b.offset) or
+            empty_since
+        y = b.limit
+      else  -- counter: that window's count at the limit
+        x = aligned_start(empty_since, b.period, b.offset); y = 0; z = b.limit
+      end
+    end
     if kind == 'gcra' then
       local t, f, l = x, y, z
       local far, d, tn = false, 0, 0

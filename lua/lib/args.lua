@@ -72,6 +72,21 @@ if #A ~= N_ARG + 9 * nb then
           nb .. ' bands, got ' .. #A}
 end
 
+--@part since
+-- The optional last argument empty_since_us, at A[SI] (SI: the index it
+-- has when given): when this Redis's tokenlease state began (since.lua's
+-- marker). A key without state then counts as drained at that time, not
+-- as fresh (lib/acquire.lua load): a Redis that lost its data hands out no
+-- second burst. -1 or not given: no such time.
+local empty_since = false
+if #A == SI then
+  v = A[SI]
+  local es = v == '-1' and -1 or int_arg(v, -1, 4503599627370496)
+  if not es then return {err = ERR .. 'empty_since_us is ' .. tostring(v) ..
+        '; it must be an integer in [-1, 4503599627370496]'} end
+  if es >= 0 then empty_since = es end
+end
+
 --@part now
 -- The time of the call: the explicit now_us, or Redis TIME.
 local now

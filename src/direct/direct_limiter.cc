@@ -3,14 +3,18 @@
 // src/redis's); nothing is held locally, so the shared limit is exact at
 // the price of a round trip per decision.
 #include <atomic>
+#include <chrono>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "base/notification.h"
+#include "core/local_fallback.h"
 #include "core/local_share.h"
 #include "core/options_checks.h"
+#include "redis/instance_census.h"
 #include "redis/redis_client.h"
 #include "redis/script_call.h"
 #include "redis/scripts.h"
@@ -29,7 +33,23 @@ struct Rendezvous {
   absl::StatusOr<T> result;
 };
 
+int64_t SteadyNowNs() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
 }  // namespace
+
+// Instance discovery: the census, ticked by whichever call finds it due
+// and takes the mutex (the census has one owner at a time).
+struct DirectLimiter::Census {
+  std::mutex mu;
+  std::unique_ptr<internal::InstanceCensus> census;  // guarded by mu
+  int64_t tick_every_ns = 0;
+  // relaxed: a hint that spares calls the mutex; the mutex orders the rest.
+  std::atomic<int64_t> next_tick_ns{INT64_MIN};
+};
 
 // relaxed: statistics, read by stats() only; nothing is published through
 // them.
@@ -59,6 +79,12 @@ absl::Status DirectLimiterOptions::Validate() const {
           : absl::OkStatus(),
       internal::CheckInteger("DirectLimiterOptions.fallback_instances",
                              fallback_instances, 1, 65536),
+      instance_group.empty()
+          ? absl::OkStatus()
+          : internal::ValidateKeyPrefix("DirectLimiterOptions.instance_group",
+                                        instance_group),
+      internal::CheckDuration("DirectLimiterOptions.announce_ttl", announce_ttl,
+                              absl::Milliseconds(100), absl::Minutes(10)),
       connection == nullptr ? redis.Validate() : absl::OkStatus(),
   });
 }
@@ -67,23 +93,37 @@ absl::StatusOr<std::unique_ptr<DirectLimiter>> DirectLimiter::Create(
     const LimitSpec& spec, const DirectLimiterOptions& options) {
   if (absl::Status s = internal::ValidateScriptSpec(spec); !s.ok()) return s;
   if (absl::Status s = options.Validate(); !s.ok()) return s;
-  std::unique_ptr<Limiter> fallback;
+  for (size_t i = 0; options.start_empty && i < spec.bands.size(); ++i) {
+    if (spec.bands[i].algorithm == Algorithm::kSlidingWindowLog) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "DirectLimiterOptions.start_empty is true, but bands[", i,
+          "] is a sliding_log limit, whose state cannot start drained; use "
+          "start_empty = false for it"));
+    }
+  }
+  std::shared_ptr<internal::LocalFallback> fallback;
   if (options.failure_mode == FailureMode::kFailLocal) {
     // Keys as long as Redis takes them (the share must decide every key
     // the limiter accepts).
     LimiterOptions local;
     local.max_key_bytes = options.max_key_bytes;
-    absl::StatusOr<std::unique_ptr<Limiter>> share = Limiter::Create(
-        internal::ShareOfLimit(spec, options.fallback_instances), local);
-    if (!share.ok()) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "DirectLimiterOptions.failure_mode is kFailLocal, but the share of "
-          "1 of ",
-          options.fallback_instances,
-          " instances is no limit the local engine takes: ",
-          share.status().message()));
+    // The configured count's share, and with discovery the smallest too.
+    for (int32_t instances : {options.fallback_instances,
+                              options.instance_group.empty()
+                                  ? options.fallback_instances
+                                  : internal::InstanceCensus::kMaxInstances}) {
+      absl::StatusOr<std::unique_ptr<Limiter>> share =
+          Limiter::Create(internal::ShareOfLimit(spec, instances), local);
+      if (!share.ok()) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "DirectLimiterOptions.failure_mode is kFailLocal, but the share "
+            "of 1 of ",
+            instances, " instances is no limit the local engine takes: ",
+            share.status().message()));
+      }
     }
-    fallback = *std::move(share);
+    fallback = std::make_shared<internal::LocalFallback>(
+        spec, local, options.fallback_instances);
   }
   // After every check: a refused limiter opens no connection.
   absl::StatusOr<std::shared_ptr<RedisConnection>> connection =
@@ -92,7 +132,35 @@ absl::StatusOr<std::unique_ptr<DirectLimiter>> DirectLimiter::Create(
   auto limiter = std::unique_ptr<DirectLimiter>(
       new DirectLimiter(spec, options, *std::move(connection)));
   limiter->fallback_ = std::move(fallback);
+  if (!options.instance_group.empty()) {
+    limiter->census_ = std::make_unique<Census>();
+    limiter->census_->census = std::make_unique<internal::InstanceCensus>(
+        &limiter->connection_->client(),
+        internal::InstancesKey(options.key_prefix, options.instance_group),
+        internal::RandomInstanceId(), options.announce_ttl,
+        options.fallback_instances);
+    // Often enough that a reply is folded in soon after it came.
+    limiter->census_->tick_every_ns =
+        absl::ToInt64Nanoseconds(options.announce_ttl) / 30;
+  }
   return limiter;
+}
+
+DirectLimiter::~DirectLimiter() {
+  if (census_ == nullptr) return;
+  std::lock_guard<std::mutex> lock(census_->mu);
+  census_->census->Leave();
+}
+
+void DirectLimiter::TickCensus() {
+  const int64_t now = SteadyNowNs();
+  if (now < census_->next_tick_ns.load(std::memory_order_relaxed)) return;
+  std::unique_lock<std::mutex> lock(census_->mu, std::try_to_lock);
+  if (!lock.owns_lock()) return;  // another call is ticking it
+  census_->next_tick_ns.store(now + census_->tick_every_ns,
+                              std::memory_order_relaxed);
+  census_->census->Tick(now);
+  if (fallback_ != nullptr) fallback_->SetInstances(census_->census->count());
 }
 
 DirectLimiter::DirectLimiter(const LimitSpec& spec,
@@ -115,6 +183,13 @@ DirectStats DirectLimiter::stats() const {
       counters_->fail_local_admitted.load(std::memory_order_relaxed);
   s.fail_local_denied =
       counters_->fail_local_denied.load(std::memory_order_relaxed);
+  s.instances = options_.fallback_instances;
+  if (census_ != nullptr) {
+    // Reads of atomics only: no need for the census's mutex.
+    s.instances = census_->census->count();
+    s.announcements = census_->census->answered();
+    s.announce_failures = census_->census->failed();
+  }
   return s;
 }
 
@@ -134,6 +209,7 @@ void DirectLimiter::Submit(std::string_view key, int64_t cost,
     done(std::move(s));
     return;
   }
+  if (census_ != nullptr) TickCensus();
   internal::AcquireArgs args;
   args.wanted = cost;
   args.minimum = cost;
@@ -224,7 +300,7 @@ void DirectLimiter::Submit(std::string_view key, int64_t cost,
         r.wait_ns = r.granted ? result->wait_us * 1000 : 0;
         (*shared)(r);
       },
-      timeout);
+      timeout, options_.start_empty);
   if (!queued.ok()) (*shared)(fail(queued, false));
 }
 

@@ -17,6 +17,14 @@ absl::Status CheckFailureOptions(const LimitSpec& spec,
                      static_cast<int>(options.failure_mode),
                      "; it must be kFailClosed, kFailOpen or kFailLocal"));
   }
+  for (size_t i = 0; options.start_empty && i < spec.bands.size(); ++i) {
+    if (spec.bands[i].algorithm == Algorithm::kSlidingWindowLog) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "LeasedLimiterOptions.start_empty is true, but bands[", i,
+          "] is a sliding_log limit, whose state cannot start drained; use "
+          "start_empty = false for it"));
+    }
+  }
   if (options.outage_usage == OutageUsage::kForget) return absl::OkStatus();
   if (options.outage_usage != OutageUsage::kCharge) {
     return absl::InvalidArgumentError(

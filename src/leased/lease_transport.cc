@@ -58,14 +58,15 @@ absl::Status RedisLeaseTransport::SubmitBatch(std::span<const BatchItem> items,
     args.lease_id = item.lease_id;
     return batch_->SubmitScript(
         kAcquireScript, AcquireArguments(spec_, key_prefix_, item.name, args),
-        std::move(one));
+        std::move(one), absl::ZeroDuration(), start_empty_);
   }
   const size_t n = items.size();
   return batch_->SubmitScript(
       kBatchScript, BatchArguments(spec_, key_prefix_, items),
       [n, done = std::move(done)](absl::StatusOr<RedisReply> reply) mutable {
         done(SplitBatchReply(std::move(reply), n));
-      });
+      },
+      absl::ZeroDuration(), start_empty_);
 }
 
 }  // namespace tokenlease::internal

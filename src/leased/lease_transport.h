@@ -49,10 +49,14 @@ BatchReplies SplitBatchReply(absl::StatusOr<RedisReply> reply, size_t n);
 class RedisLeaseTransport final : public LeaseTransport {
  public:
   // `client` must outlive the transport; `spec` must satisfy
-  // ValidateScriptSpec.
+  // ValidateScriptSpec. `start_empty`: acquires and batches carry the
+  // connection's state_since_us (LeasedLimiterOptions::start_empty).
   RedisLeaseTransport(RedisClient* client, const LimitSpec& spec,
-                      std::string key_prefix)
-      : client_(client), spec_(spec), key_prefix_(std::move(key_prefix)) {}
+                      std::string key_prefix, bool start_empty = false)
+      : client_(client),
+        spec_(spec),
+        key_prefix_(std::move(key_prefix)),
+        start_empty_(start_empty) {}
 
   absl::Status SubmitBatch(std::span<const BatchItem> items,
                            BatchCallback done) override;
@@ -64,6 +68,7 @@ class RedisLeaseTransport final : public LeaseTransport {
   RedisClient* const client_;
   const LimitSpec spec_;
   const std::string key_prefix_;
+  const bool start_empty_;
   std::optional<RedisClient::Batch> batch_;
 };
 

@@ -16,12 +16,12 @@
 
 #include "absl/strings/str_cat.h"
 #include "base/absl_view.h"
+#include "core/local_fallback.h"
 #include "core/options_checks.h"
 #include "leased/failure_mode.h"
 #include "leased/lease_book.h"
 #include "leased/lease_entry.h"
 #include "leased/lease_transport.h"
-#include "leased/local_fallback.h"
 #include "leased/reconciler.h"
 #include "local/spec_facts.h"
 #include "redis/instance_census.h"
@@ -42,17 +42,6 @@ using internal::kWantedWhileDenied;
 using internal::LeaseEntry;
 
 namespace {
-
-// Unique per limiter instance (lease ids must not collide across
-// processes sharing a limit).
-std::string RandomInstanceId() {
-  std::random_device rd;
-  const uint64_t x = (static_cast<uint64_t>(rd()) << 32) ^ rd();
-  char buf[17];
-  std::snprintf(buf, sizeof(buf), "%016llx",
-                static_cast<unsigned long long>(x));
-  return buf;
-}
 
 // kFailLocal: the in-process engine enforcing this instance's share.
 std::unique_ptr<internal::LocalFallback> MakeFallback(
@@ -97,14 +86,15 @@ class LeasedLimiter::Impl final : public internal::LeaseRegistry::Owner {
         clock_(options_.clock != nullptr ? options_.clock : DefaultClock()),
         max_cost_(internal::FirstBandBurst(spec_)),
         max_key_bytes_(static_cast<size_t>(options_.max_key_bytes)),
-        instance_id_(RandomInstanceId()),
+        instance_id_(internal::RandomInstanceId()),
         book_(spec_, options_.lease, instance_id_, std::random_device{}()),
         registry_(this, options_.max_keys, options_.shards,
                   internal::LeaseRegistry::Growth::kRefusesWhenFull),
         credit_(book_.initial_credit()),
         fallback_(MakeFallback(spec_, options_, clock_)),
         census_(MakeCensus(options_, *connection_, instance_id_)),
-        transport_(&connection_->client(), spec_, options_.key_prefix),
+        transport_(&connection_->client(), spec_, options_.key_prefix,
+                   options_.start_empty),
         reconciler_(&book_, &registry_, &transport_, clock_, options_.lease,
                     options_.key_prefix,
                     static_cast<size_t>(

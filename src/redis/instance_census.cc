@@ -1,6 +1,8 @@
 #include "redis/instance_census.h"
 
 #include <algorithm>
+#include <cstdio>
+#include <random>
 #include <utility>
 #include <vector>
 
@@ -12,6 +14,15 @@ namespace tokenlease::internal {
 
 std::string InstancesKey(std::string_view prefix, std::string_view group) {
   return LimitKeyTag(prefix, group) + ":instances";
+}
+
+std::string RandomInstanceId() {
+  std::random_device rd;
+  const uint64_t x = (static_cast<uint64_t>(rd()) << 32) ^ rd();
+  char buf[17];
+  std::snprintf(buf, sizeof(buf), "%016llx",
+                static_cast<unsigned long long>(x));
+  return buf;
 }
 
 InstanceCensus::InstanceCensus(RedisClient* client, std::string key,

@@ -3,9 +3,11 @@
 // how many instances are alive, so that the local share of a limit is the
 // limit divided by the live instances instead of a configured count.
 //
-// One owner thread drives it (Tick); replies arrive on the client's thread
-// and are handed over through one atomic word, which the owner folds in at
-// its next Tick (the owner alone keeps the history the count comes from).
+// One owner at a time drives it (Tick; the leased reconciler's thread, or a
+// direct caller holding the limiter's mutex); replies arrive on the
+// client's thread and are handed over through one atomic word, which the
+// owner folds in at its next Tick (the owner alone keeps the history the
+// count comes from).
 #ifndef TOKENLEASE_SRC_REDIS_INSTANCE_CENSUS_H_
 #define TOKENLEASE_SRC_REDIS_INSTANCE_CENSUS_H_
 
@@ -25,6 +27,10 @@ namespace tokenlease::internal {
 // (a sorted set; docs/lua-protocol.md, announce.lua).
 std::string InstancesKey(std::string_view prefix, std::string_view group);
 
+// 16 random hex digits, unique per limiter instance (lease ids and
+// announcements must not collide across processes sharing a limit).
+std::string RandomInstanceId();
+
 class InstanceCensus {
  public:
   // The most instances a count may report (the local share's range).
@@ -40,7 +46,7 @@ class InstanceCensus {
   InstanceCensus(const InstanceCensus&) = delete;
   InstanceCensus& operator=(const InstanceCensus&) = delete;
 
-  // The owner thread only. Folds in the last reply, and sends an
+  // The owner only. Folds in the last reply, and sends an
   // announcement when one is due (at the first call, then every ttl / 3)
   // and none is unanswered. `now_ns`: the owner's clock (any monotonic
   // one; a manual clock in tests).
@@ -63,8 +69,8 @@ class InstanceCensus {
 
   // Withdraws this instance's announcement (best effort, not waited for):
   // the others see their count drop at their next announcement instead of
-  // after the ttl. Later Ticks announce nothing. The owner thread, once it
-  // no longer calls Tick.
+  // after the ttl. Later Ticks announce nothing. The owner, once it no
+  // longer calls Tick.
   void Leave();
 
  private:
@@ -92,7 +98,7 @@ class InstanceCensus {
   const std::shared_ptr<Replies> replies_;
   std::atomic<int32_t> count_;
 
-  // The owner thread only.
+  // The owner only.
   int64_t next_due_ns_ = INT64_MIN;
   bool left_ = false;
   std::deque<Seen> history_;  // the counts of the last ttl, oldest first

@@ -15,7 +15,9 @@
 #include <random>
 
 #include "absl/strings/str_cat.h"
+#include "absl/time/time.h"
 #include "redis/health_monitor.h"
+#include "redis/scripts.h"
 
 namespace tokenlease::internal {
 namespace {
@@ -55,6 +57,7 @@ struct RedisClient::Command {
   LuaScript script;
   bool is_script = false;
   bool sent_as_eval = false;
+  bool append_since = false;  // SubmitScript's append_since
   ReplyCallback done;
   int64_t timeout_ns = 0;
   int64_t deadline_ns = 0;  // steady clock
@@ -202,6 +205,13 @@ class RedisClient::Loop {
     for (const auto& a : cmd->argv) {
       argv.push_back(a.data());
       lens.push_back(a.size());
+    }
+    // The time of the server this is written to (read in its handshake).
+    const std::string since =
+        cmd->append_since ? absl::StrCat(since_us_) : std::string();
+    if (cmd->append_since) {
+      argv.push_back(since.data());
+      lens.push_back(since.size());
     }
     if (redisAsyncCommandArgv(conn->ac, &Loop::OnReplyCb, cmd,
                               static_cast<int>(argv.size()), argv.data(),
@@ -434,6 +444,12 @@ class RedisClient::Loop {
     // working Redis; its answer to PING is.
     ++conn->handshake_left;
     redisAsyncCommand(ac, &Loop::OnHandshakeCb, conn, "PING");
+    // The data-loss marker (since.lua), before any call of this
+    // connection: its calls carry the time it gives (append_since).
+    ++conn->handshake_left;
+    redisAsyncCommand(ac, &Loop::OnSinceCb, conn, "EVAL %b 1 %s 1",
+                      kSinceScript.body.data(), kSinceScript.body.size(),
+                      kSinceKey);
     current_ = conn;
     conns_.push_back(std::move(owned));
   }
@@ -474,6 +490,42 @@ class RedisClient::Loop {
       RequestTeardown(conn, last_error_);
       return;
     }
+    if (--conn->handshake_left == 0) MarkReady(conn);
+  }
+
+  static void OnSinceCb(redisAsyncContext* ac, void* r, void* privdata) {
+    auto* conn = static_cast<Connection*>(privdata);
+    conn->loop->OnSince(conn, static_cast<redisReply*>(r));
+  }
+
+  // The marker's reply. An error (a read-only replica, OOM, a marker of
+  // another type) does not fail the login: the time is then unknown (-1),
+  // and a limit that starts empty after a data loss cannot here.
+  void OnSince(Connection* conn, redisReply* r) {
+    if (conn->hiredis_done || r == nullptr) return;  // being torn down
+    if (!conn->close_reason.empty()) return;
+    int64_t since = -1;
+    if (r->type == REDIS_REPLY_INTEGER && r->integer >= 0) {
+      since = r->integer;
+    } else if (r->type == REDIS_REPLY_ERROR) {
+      Log(absl::StrCat("the data-loss marker '", kSinceKey,
+                       "' cannot be read: ", std::string(r->str, r->len)));
+    }
+    if (since >= 0 && known_since_us_ >= 0 && since != known_since_us_) {
+      // relaxed: statistics.
+      client_->counters_.data_losses.fetch_add(1, std::memory_order_relaxed);
+      Log(absl::StrCat(
+          "Redis lost its data: its tokenlease state began again at ",
+          absl::FormatTime(absl::FromUnixMicros(since), absl::UTCTimeZone()),
+          " (it began at ",
+          absl::FormatTime(absl::FromUnixMicros(known_since_us_),
+                           absl::UTCTimeZone()),
+          ")"));
+    }
+    since_us_ = since;
+    if (since >= 0) known_since_us_ = since;
+    // relaxed: a value on its own (stats()).
+    client_->state_since_us_.store(since, std::memory_order_relaxed);
     if (--conn->handshake_left == 0) MarkReady(conn);
   }
 
@@ -670,7 +722,10 @@ class RedisClient::Loop {
   std::string last_error_;
   std::string logged_error_;  // the last last_error_ logged
   int backoff_attempt_ = 0;
-  int64_t outstanding_ = 0;  // accepted commands whose `done` has not run
+  // The marker's time on the current server (since.lua; -1: unknown).
+  int64_t since_us_ = -1;
+  int64_t known_since_us_ = -1;  // the last time read (data_losses)
+  int64_t outstanding_ = 0;      // accepted commands whose `done` has not run
   uint64_t sent_ = 0;
   bool draining_ = false;
   bool stopped_ = false;
@@ -738,11 +793,12 @@ absl::Status RedisClient::Submit(std::vector<std::string> argv,
 
 RedisClient::Command* RedisClient::NewScriptCommand(
     const LuaScript& script, std::vector<std::string> args, ReplyCallback done,
-    absl::Duration timeout) {
+    absl::Duration timeout, bool append_since) {
   auto* cmd = new Command;
   cmd->argv = std::move(args);
   cmd->script = script;
   cmd->is_script = true;
+  cmd->append_since = append_since;
   cmd->done = std::move(done);
   cmd->timeout_ns = absl::ToInt64Nanoseconds(
       timeout > absl::ZeroDuration() ? timeout : options_.command_timeout);
@@ -752,20 +808,22 @@ RedisClient::Command* RedisClient::NewScriptCommand(
 absl::Status RedisClient::SubmitScript(const LuaScript& script,
                                        std::vector<std::string> args,
                                        ReplyCallback done,
-                                       absl::Duration timeout) {
-  return Enqueue(
-      NewScriptCommand(script, std::move(args), std::move(done), timeout),
-      /*wake=*/true);
+                                       absl::Duration timeout,
+                                       bool append_since) {
+  return Enqueue(NewScriptCommand(script, std::move(args), std::move(done),
+                                  timeout, append_since),
+                 /*wake=*/true);
 }
 
 absl::Status RedisClient::Batch::SubmitScript(const LuaScript& script,
                                               std::vector<std::string> args,
                                               ReplyCallback done,
-                                              absl::Duration timeout) {
-  absl::Status s =
-      client_->Enqueue(client_->NewScriptCommand(script, std::move(args),
-                                                 std::move(done), timeout),
-                       /*wake=*/false);
+                                              absl::Duration timeout,
+                                              bool append_since) {
+  absl::Status s = client_->Enqueue(
+      client_->NewScriptCommand(script, std::move(args), std::move(done),
+                                timeout, append_since),
+      /*wake=*/false);
   if (s.ok()) ++queued_;
   return s;
 }
@@ -811,6 +869,8 @@ RedisStats RedisClient::stats() const {
   s.resets = counters_.resets.load(std::memory_order_relaxed);
   s.degraded = counters_.degraded.load(std::memory_order_relaxed);
   s.down = counters_.down.load(std::memory_order_relaxed);
+  s.data_losses = counters_.data_losses.load(std::memory_order_relaxed);
+  s.state_since_us = state_since_us_.load(std::memory_order_relaxed);
   s.health = health();
   return s;
 }

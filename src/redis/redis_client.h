@@ -75,9 +75,14 @@ class RedisClient {
                       absl::Duration timeout = absl::ZeroDuration());
   // EVALSHA script.sha1 followed by `args` (numkeys, keys..., argv...);
   // NOSCRIPT (the script did not run) is answered by resending as EVAL.
+  // `append_since`: one more argument, written when the command is sent:
+  // the state_since_us of the connection it is sent on (acquire.lua's and
+  // batch.lua's empty_since_us), so that a call queued before a reconnect
+  // carries the time of the Redis that runs it.
   absl::Status SubmitScript(const LuaScript& script,
                             std::vector<std::string> args, ReplyCallback done,
-                            absl::Duration timeout = absl::ZeroDuration());
+                            absl::Duration timeout = absl::ZeroDuration(),
+                            bool append_since = false);
 
   // Submits from one thread that leave in one write: submits through a
   // Batch only queue, and its destruction wakes the client thread once (a
@@ -96,7 +101,8 @@ class RedisClient {
     // As RedisClient::SubmitScript, without waking the client thread.
     absl::Status SubmitScript(const LuaScript& script,
                               std::vector<std::string> args, ReplyCallback done,
-                              absl::Duration timeout = absl::ZeroDuration());
+                              absl::Duration timeout = absl::ZeroDuration(),
+                              bool append_since = false);
     // Commands queued through this batch so far.
     int queued() const { return queued_; }
 
@@ -128,7 +134,7 @@ class RedisClient {
   absl::Status Enqueue(Command* cmd, bool wake);
   Command* NewScriptCommand(const LuaScript& script,
                             std::vector<std::string> args, ReplyCallback done,
-                            absl::Duration timeout);
+                            absl::Duration timeout, bool append_since);
   void Wake();
 
   const RedisOptions options_;
@@ -147,8 +153,11 @@ class RedisClient {
   struct Counters {
     std::atomic<uint64_t> commands_sent{0}, replies{0}, timeouts{0},
         connects{0}, connect_failures{0}, script_reloads{0}, flushes{0},
-        late_replies{0}, resets{0}, degraded{0}, down{0};
+        late_replies{0}, resets{0}, degraded{0}, down{0}, data_losses{0};
   };
+  // RedisStats::state_since_us (written by the client thread; relaxed: a
+  // value on its own).
+  std::atomic<int64_t> state_since_us_{-1};
   Counters counters_;
 
   std::unique_ptr<Loop> loop_;  // loop-thread state

@@ -15,5 +15,7 @@ constinit const LuaScript kBatchScript{AbslView(lua::kBatchSha1),
                                        AbslView(lua::kBatchScript)};
 constinit const LuaScript kAnnounceScript{AbslView(lua::kAnnounceSha1),
                                           AbslView(lua::kAnnounceScript)};
+constinit const LuaScript kSinceScript{AbslView(lua::kSinceSha1),
+                                       AbslView(lua::kSinceScript)};
 
 }  // namespace tokenlease::internal

@@ -16,6 +16,11 @@ extern const LuaScript kBatchScript;
 // announce.lua: instance discovery (an instance alive for a TTL, or leaving;
 // replies the group's live instances).
 extern const LuaScript kAnnounceScript;
+// since.lua: when this Redis's tokenlease state began (the data-loss
+// marker; created with the server's time if absent).
+extern const LuaScript kSinceScript;
+// The marker key since.lua keeps.
+inline constexpr char kSinceKey[] = "tokenlease:since";
 
 }  // namespace tokenlease::internal
 

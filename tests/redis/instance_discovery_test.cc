@@ -12,6 +12,7 @@
 #include "redis/instance_census.h"
 #include "testing/redis_test.h"
 #include "testing/wait.h"
+#include "tokenlease/direct.h"
 #include "tokenlease/leased.h"
 
 namespace tokenlease {
@@ -124,6 +125,66 @@ TEST_F(InstanceDiscoveryTest, ALimiterThatEndsLeavesTheCount) {
   ASSERT_TRUE(WaitUntil(
       [&] { return a->connection().health() == RedisHealth::kDown; }));
   EXPECT_EQ(AdmittedDuringOutage(*a, "k", 1000), 900);
+}
+
+// A DirectLimiter announces itself from its calls (it has no thread), in
+// the same set as leased limiters, on the real clock.
+TEST_F(InstanceDiscoveryTest, DirectAndLeasedLimitersOfAGroupCountEachOther) {
+  auto MakeDirect = [&]() -> std::unique_ptr<DirectLimiter> {
+    DirectLimiterOptions options;
+    options.connection = NewConnection();
+    options.key_prefix = prefix();
+    options.failure_mode = FailureMode::kFailLocal;
+    options.instance_group = "g";
+    options.announce_ttl = absl::Milliseconds(300);
+    auto limiter = DirectLimiter::Create(spec_, options);
+    EXPECT_TRUE(limiter.ok()) << limiter.status();
+    return limiter.ok() ? *std::move(limiter) : nullptr;
+  };
+  auto a = Make();
+  auto d1 = MakeDirect();
+  auto d2 = MakeDirect();
+  ASSERT_TRUE(a && d1 && d2);
+  EXPECT_EQ(d1->stats().instances, 1);  // fallback_instances, before a call
+  ASSERT_TRUE(WaitUntil([&] {
+    // Each call may announce; a few on "x" cost nothing the test needs.
+    EXPECT_TRUE(d1->TryAcquire("x").ok());
+    EXPECT_TRUE(d2->TryAcquire("x").ok());
+    clock_.Advance(kTtl / 3);
+    return a->stats().instances == 3 && d1->stats().instances == 3 &&
+           d2->stats().instances == 3;
+  }));
+
+  server().Kill();
+  ASSERT_TRUE(WaitUntil(
+      [&] { return d1->connection().health() == RedisHealth::kDown; }));
+  int admitted = 0;
+  for (int i = 0; i < 400; ++i) {
+    absl::StatusOr<Decision> d = d1->TryAcquire("k");
+    ASSERT_TRUE(d.ok()) << d.status();
+    EXPECT_EQ(d->source, DecisionSource::kFallback);
+    admitted += d->allowed;
+  }
+  EXPECT_EQ(admitted, 300);  // 900 an hour over 3 (a refill every 12 s)
+  EXPECT_EQ(d1->stats().instances, 3);
+}
+
+TEST_F(InstanceDiscoveryTest, ADirectLimiterThatEndsLeavesTheCount) {
+  DirectLimiterOptions options;
+  options.connection = NewConnection();
+  options.key_prefix = prefix();
+  options.instance_group = "g";
+  auto d = DirectLimiter::Create(spec_, options);
+  ASSERT_TRUE(d.ok()) << d.status();
+  ASSERT_TRUE((*d)->TryAcquire("x").ok());  // announces
+  const std::string key = internal::InstancesKey(prefix(), "g");
+  ASSERT_TRUE(WaitUntil([&] {
+    return client().Run({"ZCARD", key}).integer == 1;
+  }));
+  d->reset();
+  ASSERT_TRUE(WaitUntil([&] {
+    return client().Run({"EXISTS", key}).integer == 0;
+  }));
 }
 
 TEST_F(InstanceDiscoveryTest, GroupsCountApart) {

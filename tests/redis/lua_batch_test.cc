@@ -656,10 +656,15 @@ TEST_F(LuaBatchTest, LayoutErrorsFailTheWholeCall) {
   cases.push_back({a, "expected 3 keys, got 2"});
   a = good;
   a.pop_back();
-  cases.push_back({a, "expected 21 arguments for 2 items, got 20"});
+  cases.push_back(
+      {a,
+       "expected 21 arguments for 2 items (22 with empty_since_us), got 20"});
   a = good;
+  a.push_back("-1");  // empty_since_us (none), then one too many
   a.push_back("1");
-  cases.push_back({a, "expected 21 arguments for 2 items, got 22"});
+  cases.push_back(
+      {a,
+       "expected 21 arguments for 2 items (22 with empty_since_us), got 23"});
   a = good;
   a[4] = "2";
   cases.push_back({a, "unknown protocol version '2'"});

@@ -146,7 +146,8 @@ TEST(LuaDocTest, QuotedDigestsAreTheBuiltOnes) {
       std::string(internal::lua::kAcquireSha1),
       std::string(internal::lua::kReleaseSha1),
       std::string(internal::lua::kBatchSha1),
-      std::string(internal::lua::kAnnounceSha1)};
+      std::string(internal::lua::kAnnounceSha1),
+      std::string(internal::lua::kSinceSha1)};
   const std::regex hex40("(^|[^0-9a-fA-F])([0-9a-fA-F]{40})(?![0-9a-fA-F])");
   for (std::sregex_iterator it(doc.begin(), doc.end(), hex40), end; it != end;
        ++it) {
@@ -155,8 +156,9 @@ TEST(LuaDocTest, QuotedDigestsAreTheBuiltOnes) {
         << kDocPath << " quotes the digest " << digest
         << ", which is none of acquire.lua's (" << internal::lua::kAcquireSha1
         << "), release.lua's (" << internal::lua::kReleaseSha1
-        << "), batch.lua's (" << internal::lua::kBatchSha1
-        << ") and announce.lua's (" << internal::lua::kAnnounceSha1
+        << "), batch.lua's (" << internal::lua::kBatchSha1 << "), since.lua's ("
+        << internal::lua::kSinceSha1 << ") and announce.lua's ("
+        << internal::lua::kAnnounceSha1
         << ") of this build; refer to the .sha1 files instead";
   }
 }
@@ -175,6 +177,9 @@ TEST(LuaDocTest, BuiltScriptFilesAreTheEmbeddedScripts) {
   EXPECT_EQ(ReadFile(dir + "announce.lua"), internal::lua::kAnnounceScript);
   EXPECT_EQ(ReadFile(dir + "announce.lua.sha1"),
             std::string(internal::lua::kAnnounceSha1) + "\n");
+  EXPECT_EQ(ReadFile(dir + "since.lua"), internal::lua::kSinceScript);
+  EXPECT_EQ(ReadFile(dir + "since.lua.sha1"),
+            std::string(internal::lua::kSinceSha1) + "\n");
 }
 
 }  // namespace

@@ -113,13 +113,12 @@ absl::StatusOr<RedisSetup> SetUpRedis(DemoOptions& o) {
 
 class Parent {
  public:
-  // `redis_pid`: the private server's process (-1 for none), for
-  // --outage_at.
-  Parent(const DemoOptions& o, RedisProbe* probe, pid_t redis_pid)
+  // `server`: the private server (null for none), for --outage_at.
+  Parent(const DemoOptions& o, RedisProbe* probe, RedisServer* server)
       : o_(o),
         probe_(probe),
         prefix_(absl::StrCat("lh:", getpid(), ":", SteadyNs() % 1000000, ":")),
-        redis_pid_(redis_pid) {
+        server_(server) {
     run_.windows = NumWindows(o);
     redis_.ok = probe != nullptr;
     redis_.mem_per_window.assign(run_.windows, -1);
@@ -262,25 +261,53 @@ class Parent {
     return run_.start_ns == 0 ? now > ready_deadline_ : now > end_deadline_;
   }
 
-  // --outage_at: stops the private redis-server (SIGSTOP) at that time
-  // into the run, and lets it go on (SIGCONT) --outage_seconds later.
+  // --outage_at: takes the private redis-server away at that time into
+  // the run (--outage_kind: SIGSTOP, or kill -9), and brings it back
+  // (SIGCONT, or a restart, empty) --outage_seconds later.
   void DriveOutage() {
-    if (o_.outage_at <= 0 || redis_pid_ <= 0 || run_.start_ns == 0) return;
+    if (o_.outage_at <= 0 || server_ == nullptr || run_.start_ns == 0) return;
     const double t = static_cast<double>(SteadyNs() - run_.start_ns) / 1e9;
     if (outage_ == Outage::kBefore && t >= o_.outage_at) {
-      kill(redis_pid_, SIGSTOP);
+      if (o_.outage_kind == OutageKind::kKill) {
+        server_->Kill();
+        // The server's counters die with it (AppendRedis says so).
+        redis_.restarted = true;
+      } else {
+        kill(server_->pid(), SIGSTOP);
+      }
       outage_ = Outage::kStopped;
-      if (o_.live) std::printf("# t=%.2fs: redis-server stopped\n", t);
+      if (o_.live) {
+        std::printf("# t=%.2fs: redis-server %s\n", t,
+                    o_.outage_kind == OutageKind::kKill ? "killed (kill -9)"
+                                                        : "stopped (SIGSTOP)");
+      }
     } else if (outage_ == Outage::kStopped &&
                t >= o_.outage_at + o_.outage_seconds) {
       EndOutage();
-      if (o_.live) std::printf("# t=%.2fs: redis-server resumed\n", t);
+      if (o_.live) {
+        std::printf("# t=%.2fs: redis-server %s\n", t,
+                    o_.outage_kind == OutageKind::kKill ? "restarted, empty"
+                                                        : "resumed");
+      }
     }
   }
   void EndOutage() {
     if (outage_ != Outage::kStopped) return;
-    kill(redis_pid_, SIGCONT);
     outage_ = Outage::kOver;
+    if (o_.outage_kind == OutageKind::kStop) {
+      kill(server_->pid(), SIGCONT);
+      return;
+    }
+    if (absl::Status s = server_->Restart(Interrupted); !s.ok()) {
+      std::fprintf(stderr, "tokenlease demo: restarting redis-server: %s\n",
+                   std::string(s.message()).c_str());
+      return;
+    }
+    // The probe's connection died with the old server.
+    if (absl::StatusOr<RedisProbe> p = RedisProbe::Connect(server_->url());
+        p.ok() && probe_ != nullptr) {
+      *probe_ = *std::move(p);
+    }
   }
 
   // Redis memory, once per window while the instances run (not while it
@@ -408,7 +435,7 @@ class Parent {
   RunRecord run_;
   RedisFigures redis_;
   int64_t cpu_before_usec_ = -1;  // the server's CPU time before the run
-  const pid_t redis_pid_;
+  RedisServer* const server_;     // null: --url or local mode
   enum class Outage { kBefore, kStopped, kOver } outage_ = Outage::kBefore;
   const int64_t ready_deadline_ = SteadyNs() + kReadyTimeoutNs;
   int64_t end_deadline_ = 0;
@@ -440,7 +467,7 @@ int RunParent(DemoOptions o) {
   std::printf("%s", Banner(o).c_str());
   std::fflush(stdout);
   const int rc = Parent(o, redis->probe.has_value() ? &*redis->probe : nullptr,
-                        redis->server != nullptr ? redis->server->pid() : -1)
+                        redis->server.get())
                      .Run();
   std::printf("# load average after the run: %s\n", LoadAverage().c_str());
   return rc;  // ~RedisSetup stops the private server and removes its dir

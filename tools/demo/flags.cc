@@ -48,6 +48,8 @@ constexpr Choice<FailureMode> kFailureModes[] = {
     {"fail_local", FailureMode::kFailLocal}};
 constexpr Choice<OutageUsage> kOutageUsages[] = {
     {"forget", OutageUsage::kForget}, {"charge", OutageUsage::kCharge}};
+constexpr Choice<OutageKind> kOutageKinds[] = {{"stop", OutageKind::kStop},
+                                               {"kill", OutageKind::kKill}};
 constexpr Choice<Algorithm> kAlgorithms[] = {
     {"token_bucket", Algorithm::kTokenBucket},
     {"gcra", Algorithm::kGcra},
@@ -99,6 +101,9 @@ const char* AlgorithmFlagName(Algorithm a) {
   return NameOf<Algorithm>(kAlgorithms, a);
 }
 const char* PacingName(Pacing p) { return NameOf<Pacing>(kPacings, p); }
+const char* OutageKindName(OutageKind k) {
+  return NameOf<OutageKind>(kOutageKinds, k);
+}
 
 }  // namespace tokenlease::tools
 
@@ -185,11 +190,23 @@ ABSL_FLAG(int, fallback_instances, kDefaults.fallback_instances,
 ABSL_FLAG(std::string, outage_usage, "forget",
           "leased mode: LeasedLimiterOptions::outage_usage, forget or charge "
           "(charge what fail_open/fail_local admitted when Redis is back)");
+ABSL_FLAG(bool, discover_instances, kDefaults.discover_instances,
+          "leased mode: the instances count each other in Redis "
+          "(LeasedLimiterOptions::instance_group) for fail_local's share; "
+          "false: the share is of --fallback_instances");
+ABSL_FLAG(bool, start_empty, kDefaults.start_empty,
+          "leased mode: LeasedLimiterOptions::start_empty (after Redis lost "
+          "its data, e.g. --outage_kind=kill, keys without state count as "
+          "drained at the restart instead of full)");
 ABSL_FLAG(double, outage_at, kDefaults.outage_at,
-          "seconds into the run at which the private redis-server is "
-          "stopped (SIGSTOP) for --outage_seconds; 0: no outage");
+          "seconds into the run at which the private redis-server is taken "
+          "away (--outage_kind) for --outage_seconds; 0: no outage");
 ABSL_FLAG(double, outage_seconds, kDefaults.outage_seconds,
           "how long the outage lasts, in seconds");
+ABSL_FLAG(std::string, outage_kind,
+          tokenlease::tools::OutageKindName(kDefaults.outage_kind),
+          "stop (SIGSTOP, then SIGCONT: a frozen server) or kill (kill -9, "
+          "then restarted empty on the same port)");
 ABSL_FLAG(bool, live, kDefaults.live,
           "print a row per window as it closes; --nolive or --live=false: "
           "only the summary");
@@ -289,6 +306,9 @@ absl::StatusOr<DemoOptions> OptionsFromFlags() {
   s.Update(ParseChoice<OutageUsage>("outage_usage",
                                     absl::GetFlag(FLAGS_outage_usage),
                                     kOutageUsages, &o.outage_usage));
+  s.Update(ParseChoice<OutageKind>("outage_kind",
+                                   absl::GetFlag(FLAGS_outage_kind),
+                                   kOutageKinds, &o.outage_kind));
   s.Update(ParseChoice<ColdKeyPolicy>("cold_key_policy",
                                       absl::GetFlag(FLAGS_cold_key_policy),
                                       kColdKeyPolicies, &o.cold_key_policy));
@@ -317,6 +337,8 @@ absl::StatusOr<DemoOptions> OptionsFromFlags() {
   o.charge_delay_ms = absl::GetFlag(FLAGS_charge_delay_ms);
   o.live = absl::GetFlag(FLAGS_live);
   o.fallback_instances = absl::GetFlag(FLAGS_fallback_instances);
+  o.discover_instances = absl::GetFlag(FLAGS_discover_instances);
+  o.start_empty = absl::GetFlag(FLAGS_start_empty);
   o.outage_at = absl::GetFlag(FLAGS_outage_at);
   o.outage_seconds = absl::GetFlag(FLAGS_outage_seconds);
   if (s = ValidateOptions(o); !s.ok()) return s;

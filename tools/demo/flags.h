@@ -33,6 +33,12 @@ enum class KeyDist { kHot, kZipf };
 // tracing the decision path's own system calls).
 enum class Pacing { kSleep, kSpin, kBusy };
 
+// --outage_kind: how the private redis-server is taken away at --outage_at.
+enum class OutageKind {
+  kStop,  // SIGSTOP, SIGCONT at the end: a frozen server, data kept
+  kKill,  // kill -9, restarted empty on the same port at the end
+};
+
 inline constexpr int kMaxInstances = 64;
 inline constexpr int kMaxThreads = 64;
 inline constexpr int kMaxZipfKeys = 100'000'000;
@@ -71,11 +77,18 @@ struct DemoOptions {
   bool live = true;
   FailureMode failure_mode = FailureMode::kFailClosed;  // leased mode
   int fallback_instances = 0;                           // 0: --instances
+  // Instances count each other (LeasedLimiterOptions::instance_group);
+  // fallback_instances is then the count until the first announcement.
+  bool discover_instances = true;
+  // LeasedLimiterOptions::start_empty: after a data loss (--outage_kind=
+  // kill), keys without state count as drained at the restart.
+  bool start_empty = false;
   OutageUsage outage_usage = OutageUsage::kForget;
-  // Seconds into the run at which the private redis-server is stopped
-  // (SIGSTOP) for outage_seconds; 0: no outage.
+  // Seconds into the run at which the private redis-server is taken away
+  // (outage_kind) for outage_seconds; 0: no outage.
   double outage_at = 0;
   double outage_seconds = 5;
+  OutageKind outage_kind = OutageKind::kStop;
   // The fallback share's instance count: fallback_instances, else all.
   int FallbackInstances() const {
     return fallback_instances > 0 ? fallback_instances : instances;
@@ -93,6 +106,7 @@ const char* KeyDistName(KeyDist k);
 const char* ColdKeyPolicyName(ColdKeyPolicy p);
 const char* AlgorithmFlagName(Algorithm a);
 const char* PacingName(Pacing p);
+const char* OutageKindName(OutageKind k);
 
 // OK, or InvalidArgument naming the flag, its value and the accepted range,
 // e.g. "--instances is 0; it must be between 1 and 64". Pure: tests call it

@@ -16,6 +16,9 @@ ABSL_DECLARE_FLAG(std::string, mode);
 ABSL_DECLARE_FLAG(int, instances);
 ABSL_DECLARE_FLAG(double, offered);
 ABSL_DECLARE_FLAG(bool, live);
+ABSL_DECLARE_FLAG(std::string, outage_kind);
+ABSL_DECLARE_FLAG(bool, discover_instances);
+ABSL_DECLARE_FLAG(bool, start_empty);
 ABSL_DECLARE_FLAG(std::string, cold_key_policy);
 ABSL_DECLARE_FLAG(std::string, pacing);
 ABSL_DECLARE_FLAG(double, local_share);
@@ -134,6 +137,27 @@ TEST(FlagsTest, BusyPacingAndLocalShare) {
   absl::SetFlag(&FLAGS_local_share, 0);
   EXPECT_EQ(OptionsFromFlags().status().message(),
             "--local_share is 0; it must be more than 0 and at most 1");
+}
+
+TEST(FlagsTest, OutageKindAndInstanceDiscovery) {
+  absl::FlagSaver saver;
+  absl::StatusOr<DemoOptions> o = OptionsFromFlags();
+  ASSERT_TRUE(o.ok()) << o.status();
+  EXPECT_EQ(o->outage_kind, OutageKind::kStop);
+  EXPECT_TRUE(o->discover_instances);
+  EXPECT_FALSE(o->start_empty);
+  absl::SetFlag(&FLAGS_outage_kind, "kill");
+  absl::SetFlag(&FLAGS_discover_instances, false);
+  absl::SetFlag(&FLAGS_start_empty, true);
+  o = OptionsFromFlags();
+  ASSERT_TRUE(o.ok()) << o.status();
+  EXPECT_EQ(o->outage_kind, OutageKind::kKill);
+  EXPECT_FALSE(o->discover_instances);
+  EXPECT_TRUE(o->start_empty);
+  EXPECT_EQ(OutageKindName(OutageKind::kKill), std::string("kill"));
+  absl::SetFlag(&FLAGS_outage_kind, "pause");
+  EXPECT_EQ(OptionsFromFlags().status().message(),
+            "--outage_kind is 'pause'; it must be stop or kill");
 }
 
 TEST(FlagsTest, RangeErrorsComeThroughOptionsFromFlags) {

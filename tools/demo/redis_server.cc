@@ -98,23 +98,38 @@ absl::StatusOr<std::unique_ptr<RedisServer>> RedisServer::Start(
   if (mkdtemp(dir.data()) == nullptr) {
     return absl::ErrnoToStatus(errno, absl::StrCat("mkdtemp ", dir));
   }
-  auto server = std::unique_ptr<RedisServer>(new RedisServer(dir));
+  auto server = std::unique_ptr<RedisServer>(new RedisServer(binary, dir));
   absl::Status s;
   for (int i = 0; i < kAttempts; ++i) {
-    s = server->TryStart(binary, cancelled);
+    s = server->TryStart(cancelled);
     if (s.ok() || absl::IsCancelled(s)) break;
   }
   if (!s.ok()) return s;  // the destructor removes the directory
   return server;
 }
 
-absl::Status RedisServer::TryStart(const std::string& binary,
-                                   absl::FunctionRef<bool()> cancelled) {
+absl::Status RedisServer::TryStart(absl::FunctionRef<bool()> cancelled) {
   absl::StatusOr<int> port = FreeLoopbackPort();
   if (!port.ok()) return port.status();
   port_ = *port;
+  return Launch(cancelled);
+}
+
+void RedisServer::Kill() {
+  if (pid_ <= 0) return;
+  kill(pid_, SIGKILL);
+  waitpid(pid_, nullptr, 0);
+  pid_ = -1;
+}
+
+absl::Status RedisServer::Restart(absl::FunctionRef<bool()> cancelled) {
+  Kill();
+  return Launch(cancelled);
+}
+
+absl::Status RedisServer::Launch(absl::FunctionRef<bool()> cancelled) {
   std::vector<std::string> args = {
-      binary,   "--port",    absl::StrCat(port_), "--bind", "127.0.0.1",
+      binary_,  "--port",    absl::StrCat(port_), "--bind", "127.0.0.1",
       "--save", "",          "--appendonly",      "no",     "--dir",
       dir_,     "--logfile", dir_ + "/redis.log"};
   std::vector<char*> argv;

@@ -36,16 +36,27 @@ class RedisServer {
   // "redis://127.0.0.1:<port>".
   std::string url() const;
 
+  // kill -9 (--outage_kind=kill): the server and everything it held are
+  // gone (it has no persistence).
+  void Kill();
+  // After Kill: starts it again, empty, on the same port, and waits until
+  // it answers PING (5 s). Unavailable if it cannot (the port was taken
+  // meanwhile, say).
+  absl::Status Restart(absl::FunctionRef<bool()> cancelled);
+
  private:
-  explicit RedisServer(std::string dir) : dir_(std::move(dir)) {}
+  RedisServer(std::string binary, std::string dir)
+      : binary_(std::move(binary)), dir_(std::move(dir)) {}
 
   // One attempt on a fresh free port; the caller retries.
-  absl::Status TryStart(const std::string& binary,
-                        absl::FunctionRef<bool()> cancelled);
+  absl::Status TryStart(absl::FunctionRef<bool()> cancelled);
+  // Starts the server on port_ and waits until it answers PING.
+  absl::Status Launch(absl::FunctionRef<bool()> cancelled);
   void Stop();
   // The last line of the server's log, to say why it failed.
   std::string LastLogLine() const;
 
+  const std::string binary_;
   std::string dir_;
   int port_ = 0;
   pid_t pid_ = -1;

@@ -143,6 +143,24 @@ std::string Banner(const DemoOptions& o) {
             : "",
         o.idle_evict_ms);
   }
+  if (o.mode == Mode::kLeased && o.outage_at > 0) {
+    absl::StrAppendFormat(
+        &out,
+        "outage: redis-server %s at %g s for %g s; failure_mode=%s%s "
+        "outage_usage=%s%s\n",
+        o.outage_kind == OutageKind::kKill ? "killed (kill -9, restarted empty)"
+                                           : "stopped (SIGSTOP)",
+        o.outage_at, o.outage_seconds, FailureModeName(o.failure_mode),
+        o.failure_mode != FailureMode::kFailLocal ? ""
+        : o.discover_instances
+            ? absl::StrFormat(" (share of the instances counted in Redis, %d "
+                              "until counted)",
+                              o.FallbackInstances())
+            : absl::StrFormat(" (share of %d instances)",
+                              o.FallbackInstances()),
+        o.outage_usage == OutageUsage::kCharge ? "charge" : "forget",
+        o.start_empty ? " start_empty" : "");
+  }
   if (o.mode == Mode::kLocal) {
     const int64_t per = o.limit / o.instances;
     absl::StrAppend(&out, "local: each instance has its own Limiter with ",
@@ -454,32 +472,39 @@ void AppendRedis(const DemoOptions& o, const Totals& t,
           ? static_cast<double>(t.offered) / s.commands_at_end_of_run
           : 0.0,
       s.flushes);
-  absl::StrAppendFormat(
-      &out,
-      "redis server: EVALSHA+EVAL calls %d, total commands processed %d "
-      "(includes the GET/SET/TIME run inside the scripts and this demo's "
-      "INFO probes)\n",
-      redis.script_calls, redis.commands_processed);
-  if (redis.script_usec >= 0) {
+  if (redis.restarted) {
+    out +=
+        "redis server: killed and restarted during the run; its counters "
+        "(script calls and time, CPU) began again at the restart, so they "
+        "are not shown\n";
+  } else {
     absl::StrAppendFormat(
         &out,
-        "redis time in scripts (INFO commandstats usec of EVALSHA+EVAL, "
-        "includes the shutdown's returns): %d us = %.3f us per decision "
-        "offered (%.2f us per script call)\n",
-        redis.script_usec,
-        t.offered ? static_cast<double>(redis.script_usec) / t.offered : 0.0,
-        redis.script_calls > 0
-            ? static_cast<double>(redis.script_usec) / redis.script_calls
-            : 0.0);
-  }
-  if (redis.cpu_usec >= 0) {
-    absl::StrAppendFormat(
-        &out,
-        "redis server CPU (INFO cpu used_cpu_user+used_cpu_sys, from before "
-        "the instances started to the end, everything the server did): %d us "
-        "= %.3f us per decision offered\n",
-        redis.cpu_usec,
-        t.offered ? static_cast<double>(redis.cpu_usec) / t.offered : 0.0);
+        "redis server: EVALSHA+EVAL calls %d, total commands processed %d "
+        "(includes the GET/SET/TIME run inside the scripts and this demo's "
+        "INFO probes)\n",
+        redis.script_calls, redis.commands_processed);
+    if (redis.script_usec >= 0) {
+      absl::StrAppendFormat(
+          &out,
+          "redis time in scripts (INFO commandstats usec of EVALSHA+EVAL, "
+          "includes the shutdown's returns): %d us = %.3f us per decision "
+          "offered (%.2f us per script call)\n",
+          redis.script_usec,
+          t.offered ? static_cast<double>(redis.script_usec) / t.offered : 0.0,
+          redis.script_calls > 0
+              ? static_cast<double>(redis.script_usec) / redis.script_calls
+              : 0.0);
+    }
+    if (redis.cpu_usec >= 0) {
+      absl::StrAppendFormat(
+          &out,
+          "redis server CPU (INFO cpu used_cpu_user+used_cpu_sys, from before "
+          "the instances started to the end, everything the server did): %d us "
+          "= %.3f us per decision offered\n",
+          redis.cpu_usec,
+          t.offered ? static_cast<double>(redis.cpu_usec) / t.offered : 0.0);
+    }
   }
   if (o.mode == Mode::kLeased) {
     absl::StrAppendFormat(

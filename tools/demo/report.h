@@ -58,6 +58,9 @@ struct RedisFigures {
   // The server process's CPU time (user + system, INFO cpu) from before the
   // instances started to the end: scripts, network I/O and timers.
   int64_t cpu_usec = -1;
+  // --outage_kind=kill: the server was killed and restarted, so its
+  // counters (script calls and time, CPU) cover only the time since.
+  bool restarted = false;
 };
 
 // Sums over the instances.

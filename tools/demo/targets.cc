@@ -100,7 +100,10 @@ class LeasedTarget : public HandleTarget<LeasedLimiter, LeaseHandle> {
     options.lease = MakeLeaseOptions(o);
     options.failure_mode = o.failure_mode;
     options.fallback_instances = o.FallbackInstances();
+    // Under the run's prefix: runs sharing a Redis count apart.
+    if (o.discover_instances) options.instance_group = "demo";
     options.outage_usage = o.outage_usage;
+    options.start_empty = o.start_empty;
     absl::StatusOr<std::unique_ptr<LeasedLimiter>> limiter =
         LeasedLimiter::Create(LimitSpec::TokenBucket(o.limit, kPeriod),
                               options);

@@ -1,4 +1,4 @@
-#include "leased/local_fallback.h"
+#include "core/local_fallback.h"
 
 #include <utility>
 
@@ -42,6 +42,28 @@ Decision LocalFallback::TryAcquire(std::string_view key, int64_t cost,
     return d;
   }
   return engine->TryAcquire(key, cost, now_ns);
+}
+
+Decision LocalFallback::TryAcquire(std::string_view key, int64_t cost) {
+  EpochGuard guard;  // as above
+  Limiter* engine = current_.load(std::memory_order_acquire);
+  if (engine == nullptr) [[unlikely]] {
+    Decision d;
+    d.retry_after_ns = kNever;
+    return d;
+  }
+  return engine->TryAcquire(key, cost);
+}
+
+absl::StatusOr<Reservation> LocalFallback::Reserve(std::string_view key,
+                                                   int64_t cost,
+                                                   absl::Duration max_wait) {
+  EpochGuard guard;  // as above
+  Limiter* engine = current_.load(std::memory_order_acquire);
+  if (engine == nullptr) [[unlikely]] {
+    return absl::InternalError("no local engine (its spec was refused)");
+  }
+  return engine->Reserve(key, cost, max_wait);
 }
 
 void LocalFallback::SetInstances(int32_t instances) {

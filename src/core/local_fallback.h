@@ -1,11 +1,13 @@
-// FailureMode::kFailLocal's engine: a local Limiter enforcing this
-// instance's share of the limit (the limit divided by the instances that
-// share it) while Redis cannot decide. With instance discovery the share
-// follows the live count: the reconciler's thread puts a new engine in
-// place when the count changes, and deciding threads keep using the one
-// they loaded until they leave it (epoch-based reclamation).
-#ifndef TOKENLEASE_SRC_LEASED_LOCAL_FALLBACK_H_
-#define TOKENLEASE_SRC_LEASED_LOCAL_FALLBACK_H_
+// FailureMode::kFailLocal's engine, for leased and direct mode: a local
+// Limiter enforcing this instance's share of a shared limit (the limit
+// divided by the instances that share it) while Redis cannot decide. With
+// instance discovery the share follows the live count: one thread at a
+// time (the leased reconciler, or the direct caller that holds the
+// census) puts a new engine in place when the count changes, and deciding
+// threads keep using the one they loaded until they leave it (epoch-based
+// reclamation, base/epoch.h).
+#ifndef TOKENLEASE_SRC_CORE_LOCAL_FALLBACK_H_
+#define TOKENLEASE_SRC_CORE_LOCAL_FALLBACK_H_
 
 #include <atomic>
 #include <cstdint>
@@ -14,6 +16,8 @@
 #include <utility>
 #include <vector>
 
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
 #include "tokenlease/decision.h"
 #include "tokenlease/limiter.h"
 #include "tokenlease/spec.h"
@@ -30,10 +34,15 @@ class LocalFallback {
   LocalFallback(const LocalFallback&) = delete;
   LocalFallback& operator=(const LocalFallback&) = delete;
 
-  // Any thread: decides `key` from this instance's current share.
+  // Any thread: decides `key` from this instance's current share, at
+  // `now_ns` on the engine's clock (TryAcquire without it: the clock's
+  // now). As Limiter::TryAcquire and Limiter::Reserve.
   Decision TryAcquire(std::string_view key, int64_t cost, int64_t now_ns);
+  Decision TryAcquire(std::string_view key, int64_t cost);
+  absl::StatusOr<Reservation> Reserve(std::string_view key, int64_t cost,
+                                      absl::Duration max_wait);
 
-  // One thread (the reconciler's): from now on the share is that of
+  // One thread at a time: from now on the share is that of
   // `instances` (1 .. 65536). A change starts a new engine, so keys start
   // afresh with the new share (the count changes only while Redis answers,
   // when the engine decides for no key but those Redis refused with an
@@ -60,4 +69,4 @@ class LocalFallback {
 
 }  // namespace tokenlease::internal
 
-#endif  // TOKENLEASE_SRC_LEASED_LOCAL_FALLBACK_H_
+#endif  // TOKENLEASE_SRC_CORE_LOCAL_FALLBACK_H_
