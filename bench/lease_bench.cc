@@ -15,10 +15,16 @@
 // "admit": token bucket 1e12 per second, burst 1e12 (the Redis scripts
 // accept up to burst x period/limit < 2^51 units; 2^40 is the largest limit
 // a Band takes), LeaseOptions with max_lease_fraction 1, remaining_share 1
-// and lease_ttl 1 h: the first lease is 10 ms of the rate (1e10 tokens), far
-// more than any run takes, and it never expires during the run. "deny": 1
-// per hour; its one token is spent before timing and Redis's refusal is
-// cached, so every timed call is the local denial path.
+// and lease_ttl 1 h: the first lease is 10 ms of the rate (1e10 tokens,
+// asked for by a denied decision of that cost before timing), far more than
+// any run takes, and it never expires during the run. "deny": 1 per hour;
+// its one token is spent before timing and Redis's refusal is cached, so
+// every timed call is the local denial path.
+//
+// "lease/handle_uncounted" and "lease/one_key_handle_uncounted" make the
+// same decisions on the same limiters without counting them
+// (LeaseStats::decisions, docs/metrics.md): the ratio to their counted
+// twins is what counting costs.
 #include <atomic>
 #include <cstdint>
 #include <cstdio>
@@ -98,6 +104,21 @@ LeaseCase* MakeLeaseCase(const std::string& url, Load load, int n) {
   c->handle = *std::move(handle);
   const absl::Time deadline = absl::Now() + absl::Seconds(10);
   if (load == Load::kAdmit) {
+    // A lease starts at one token and doubles each time the key runs dry:
+    // at a few ns per decision the first repetition would time the lease's
+    // growth (denials and refills). A denied cost of kWarmLease makes the
+    // first request ask for at least that much (the sizing rule's cost
+    // hint), so the key holds it before anything is timed.
+    constexpr int64_t kWarmLease = 10'000'000'000;  // 1e10: 10 ms of the rate
+    c->limiter->TryAcquire(c->handle, kWarmLease);
+    if (!c->limiter->Sync(absl::Seconds(10)).ok()) {
+      Die("no lease within 10 s; is Redis up?");
+    }
+    auto info = c->limiter->Inspect(kKey);
+    if (!info.ok() || info->balance < kWarmLease) {
+      Die(absl::StrCat("the first lease holds ", info.ok() ? info->balance : -1,
+                       " tokens, not ", kWarmLease));
+    }
     while (!c->limiter->TryAcquire(c->handle, 1).allowed) {
       if (absl::Now() > deadline) Die("no lease within 10 s; is Redis up?");
       absl::SleepFor(absl::Milliseconds(1));
@@ -188,6 +209,19 @@ void Register(const std::string& url, Load load) {
               s, [c] { return c->limiter->TryAcquire(c->handle); },
               admit ? "lease/handle/admit" : nullptr);
         });
+    // The same decision on the same key without counting it
+    // (LeaseStats::decisions): the code differs in nothing else, so the
+    // ratio to lease/handle is what counting costs.
+    RegisterBenchmark(
+        Name("lease", "handle_uncounted", load).c_str(), [c, admit](State& s) {
+          RunLoop(
+              s,
+              [c] {
+                return tokenlease::internal::LeaseBenchmarkAccess::
+                    TryAcquireUncounted(*c->limiter, c->handle);
+              },
+              admit ? "lease/handle_uncounted/admit" : nullptr);
+        });
   }
   {
     LocalCase* c = MakeLocalCase(load);
@@ -248,6 +282,22 @@ void Register(const std::string& url, Load load) {
                             [c] { return c->limiter->TryAcquire(c->handle); },
                             admit ? "lease/one_key_handle/admit" : nullptr);
                       })
+        ->Threads(1)
+        ->Threads(2)
+        ->UseRealTime();
+    // Without counting, as lease/handle_uncounted: each thread counts into
+    // cells only it writes, so counting adds no shared line here either.
+    RegisterBenchmark(
+        Name("lease", "one_key_handle_uncounted", load).c_str(),
+        [c, admit](State& s) {
+          RunLoop(
+              s,
+              [c] {
+                return tokenlease::internal::LeaseBenchmarkAccess::
+                    TryAcquireUncounted(*c->limiter, c->handle);
+              },
+              admit ? "lease/one_key_handle_uncounted/admit" : nullptr);
+        })
         ->Threads(1)
         ->Threads(2)
         ->UseRealTime();

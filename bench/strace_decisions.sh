@@ -52,7 +52,7 @@ trap 'exit 130' INT TERM
 bench_load_average before
 demo_flags=(--mode=leased --keys=hot --instances=1 --threads=1 --pacing=busy
   --offered=1e9 --sample_every=100000 --seconds="${seconds_total}"
-  --live=false --csv= "$@")
+  --outage=false --burst=10000 --live=false --csv= --chart= "$@")
 echo "# ${bench_bin} demo ${demo_flags[*]}"
 "${bench_bin}" demo "${demo_flags[@]}" >"${work}/demo.out" 2>&1 &
 demo_pid=$!

@@ -48,13 +48,14 @@ for i = 1, nb do
   --@include lib/band.lua
   if kind == 'gcra' or kind == 'step' then
     bands[i] = {kind = kind, key = key, limit = limit, period = period, burst = burst,
-                p = p, l = l, tol = tol}
+                p = p, l = l, tol = tol, stamp = stamp}
   elseif kind == 'log' then
     has_log = true
     bands[i] = {kind = 'log', key = key, meta = meta, limit = limit, period = period,
                 granule = granule, goff = goff, q = q}
   else
-    bands[i] = {kind = kind, key = key, limit = limit, period = period}
+    bands[i] = {kind = kind, key = key, limit = limit, period = period,
+                stamp = stamp}
   end
 end
 if #KEYS ~= k then

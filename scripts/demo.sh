@@ -1,18 +1,25 @@
 #!/usr/bin/env bash
-# The main job: the live multi-instance demo, `tokenlease demo`. Installs
-# missing Debian packages, builds the `tokenlease` program (target
-# tokenlease_cli) in the release preset and runs it: 4 instance processes
-# with 2 threads each share one limit of 10,000 per second through Redis in
-# leased mode (a private redis-server on a free 127.0.0.1 port, stopped at
-# the end), offered 10x that; a line per 0.5 s shows what was admitted
-# against the limit, per instance, the decision latency and the Redis
-# commands it cost; a summary follows. Arguments are passed on (e.g.
-# --instances=2 --seconds=60 --keys=zipf, --mode=local or --mode=direct to
-# compare; `build/release/tools/tokenlease demo --help` lists them all).
-# Ctrl-C stops early and still prints the summary.
+# The main job: the live demo, `tokenlease demo`. Installs missing Debian
+# packages, builds the `tokenlease` program (target tokenlease_cli) in the
+# release preset and runs it. With no arguments (about 25 s): a private
+# redis-server on a free 127.0.0.1 port (stopped at the end); instance
+# processes sized to this machine's CPUs (one per CPU left after
+# redis-server's, 2 to 4, each waking once a millisecond: nothing spins)
+# share one hot key limited to 10,000/s (burst 1,000) in leased mode,
+# offered 5x that, for 20 s; from 8 s to 12 s the server is stopped
+# (SIGSTOP) and each instance enforces its share of the limit alone
+# (fail_local) until leasing resumes. A live view twice a second (on a
+# terminal with a progress bar and the instances' health), then a summary
+# per phase (before, during, after the outage) with its bounds, a CSV and
+# an SVG chart of admitted per second against the limit (paths printed;
+# $TMPDIR or /tmp). Arguments are passed on: --scenario=zipf (100,000 keys,
+# a limit per key), --outage=false, --failure_mode=fail_closed or
+# fail_open, --mode=direct or --mode=local, --seconds=60, ...;
+# `build/release/tools/tokenlease demo --help` lists them all with their
+# defaults. Ctrl-C stops early and still prints the summary.
 #
 #   bash scripts/demo.sh
-#   bash scripts/demo.sh --instances=3 --seconds=30
+#   bash scripts/demo.sh --scenario=zipf --failure_mode=fail_closed
 set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."

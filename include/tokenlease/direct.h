@@ -7,6 +7,7 @@
 #define TOKENLEASE_DIRECT_H_
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -18,6 +19,7 @@
 #include "absl/time/time.h"
 #include "tokenlease/decision.h"
 #include "tokenlease/failure_mode.h"
+#include "tokenlease/metrics.h"
 #include "tokenlease/redis.h"
 #include "tokenlease/spec.h"
 
@@ -75,6 +77,14 @@ struct DirectLimiterOptions {
   // As LeasedLimiterOptions::start_empty: after Redis lost its data, a
   // key without state counts as drained at the time its state began again.
   bool start_empty = false;
+  // If set, called with stats() every stats_interval (steady clock) on the
+  // connection's client thread (a DirectLimiter has no thread of its own):
+  // keep it short and do not block (it holds up every reply of the
+  // connection), and do not destroy the limiter from it. The first call
+  // comes one interval after Create.
+  std::function<void(const DirectStats&)> stats_callback;
+  // 1 ms .. 1 h; used only with a stats_callback.
+  absl::Duration stats_interval = absl::Seconds(10);
 
   // OK, or InvalidArgument naming the field and the accepted range (also
   // `redis`'s fields when no connection is given).
@@ -83,8 +93,19 @@ struct DirectLimiterOptions {
 
 class Limiter;
 
-// What a DirectLimiter counted since it was created.
+// What a DirectLimiter counted since it was created (DirectLimiter::
+// stats()). docs/metrics.md gives each field's Prometheus name.
 struct DirectStats {
+  // Every decision returned (TryAcquire, Reserve, and their asynchronous
+  // forms; not errors), by source and outcome: kDirect (Redis decided, or
+  // fail_closed denied), kFailOpen, kFallback (fail_local).
+  DecisionCounts decisions;
+  // Script calls submitted to the connection (one per decision Redis was
+  // asked for; a submit the full queue refused counts too).
+  uint64_t redis_calls = 0;
+  // decisions.Total() / redis_calls (0 before the first call): above 1
+  // while the failure mode decides without calls.
+  double decisions_per_call = 0;
   // Calls that got no decision from Redis (any error but InvalidArgument).
   uint64_t redis_failures = 0;
   // Of those, calls Redis answered with an error for the key: a wrong type
@@ -102,6 +123,7 @@ struct DirectStats {
   int32_t instances = 1;
   uint64_t announcements = 0;
   uint64_t announce_failures = 0;
+  RedisStats redis;  // the connection's counters
 };
 
 namespace internal {
@@ -169,7 +191,8 @@ class DirectLimiter {
   DirectLimiter(const LimitSpec& spec, const DirectLimiterOptions& options,
                 std::shared_ptr<RedisConnection> connection);
   struct Counters;
-  struct Census;  // instance discovery (direct_limiter.cc)
+  struct Census;      // instance discovery (direct_limiter.cc)
+  struct StatsTimer;  // the stats callback's timer (direct_limiter.cc)
   void Submit(std::string_view key, int64_t cost, int64_t max_wait_us,
               absl::Duration timeout, ReservationCallback done);
   // Instance discovery: announces and updates the share when due (one
@@ -184,6 +207,9 @@ class DirectLimiter {
   std::shared_ptr<internal::LocalFallback> fallback_;
   std::shared_ptr<Counters> counters_;
   std::unique_ptr<Census> census_;  // null without an instance_group
+  // Last: destroyed first, so the callback never sees a limiter being
+  // destroyed. Null without a stats_callback.
+  std::unique_ptr<StatsTimer> stats_timer_;
 };
 
 }  // namespace tokenlease

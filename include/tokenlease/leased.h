@@ -9,6 +9,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -19,6 +20,7 @@
 #include "tokenlease/clock.h"
 #include "tokenlease/decision.h"
 #include "tokenlease/failure_mode.h"
+#include "tokenlease/metrics.h"
 #include "tokenlease/redis.h"
 #include "tokenlease/spec.h"
 
@@ -187,26 +189,58 @@ struct LeasedLimiterOptions {
   // trying a limit on live traffic before enforcing it. What shadow mode
   // admits is not charged.
   bool shadow = false;
-  // The reconciler's clock (lease expiry, demand estimates). The decision
-  // path reads no clock. Null: DefaultClock(). Not owned; must outlive the
-  // limiter.
+  // The reconciler's clock (lease expiry, demand estimates, the stats
+  // callback's interval). The decision path reads no clock. Null:
+  // DefaultClock(). Not owned; must outlive the limiter.
   Clock* clock = nullptr;
+
+  // Metrics (docs/metrics.md). A key is near its limit (LeaseStats::
+  // near_limit_keys) when it holds a lease or a cached refusal and Redis's
+  // last reply about it said at most (1 - near_limit_fraction) x the first
+  // band's burst is left. (0, 1]; 1: only keys Redis said were exhausted.
+  double near_limit_fraction = 0.9;
+  // If set, called with stats() about every stats_interval (on `clock`),
+  // on the reconciler's thread, after a step: keep it short (it delays the
+  // next step's leases), and do not destroy the limiter from it. The first
+  // call comes one interval after Create.
+  std::function<void(const LeaseStats&)> stats_callback;
+  // 1 ms .. 1 h; used only with a stats_callback.
+  absl::Duration stats_interval = absl::Seconds(10);
 
   // OK, or InvalidArgument naming the field and the accepted range (also
   // `lease`'s, and `redis`'s when no connection is given).
   absl::Status Validate() const;
 };
 
-// Counters since creation; approximate while traffic runs.
+// A snapshot of a leased limiter (LeasedLimiter::stats()): counters since
+// creation, and gauges read now. Each field is exact when read; fields are
+// not read at one instant while traffic runs. docs/metrics.md gives each
+// one's Prometheus name.
 struct LeaseStats {
-  uint64_t lease_requests = 0;   // acquire calls sent for leases
-  uint64_t tokens_granted = 0;   // tokens received in leases
-  uint64_t tokens_returned = 0;  // tokens given back (expiry, eviction, end)
+  // Every decision returned, by source and outcome: kLease (admitted from
+  // a lease; denied: no leased token left, Redis refused or cannot
+  // decide), kLocalCredit, kFailOpen, kFallback (fail_local), kShadow,
+  // kKeyLimit, kInvalidArgument.
+  DecisionCounts decisions;
+  uint64_t lease_requests = 0;  // acquire calls sent for leases
+  uint64_t leases_granted = 0;  // of those, answered with tokens
+  uint64_t tokens_granted = 0;  // tokens received in leases
+  // Leases that ended: by their lifetime (lease_ttl, or a fixed window's
+  // end), or returned early (ReturnAll, the limiter's destruction), and the
+  // unspent tokens the expired ones still held (given back to Redis).
+  uint64_t leases_expired = 0;
+  uint64_t tokens_expired = 0;
+  uint64_t leases_returned = 0;
+  uint64_t tokens_returned = 0;  // tokens Redis took back (every return)
   uint64_t denied_by_redis = 0;  // lease requests that got nothing
   uint64_t charges = 0;          // charge calls for unleased admissions
   uint64_t tokens_charged = 0;
   uint64_t redis_errors = 0;  // lease/release/charge calls that failed
   uint64_t batch_calls = 0;   // script calls sent (each 1 to 64 of the above)
+  // Decisions per script call since creation (decisions.Total() /
+  // batch_calls; 0 before the first call): how many decisions each Redis
+  // command of this limiter paid for.
+  double decisions_per_call = 0;
   // New keys that found no spare entry and allocated on the deciding
   // thread (LeaseOptions::spare_entries).
   uint64_t spare_misses = 0;
@@ -225,6 +259,28 @@ struct LeaseStats {
   // failed (no connection, a timeout, an error such as a wrong-type key).
   uint64_t announcements = 0;
   uint64_t announce_failures = 0;
+  // Gauges, summed over the keys in memory when stats() is called (it
+  // walks them: O(keys)).
+  // Tokens of unexpired leases this instance holds and may still spend
+  // without asking Redis (the positive balances). Redis counted them when
+  // it granted them, so if they are all spent at a moment the shared
+  // limit is exhausted, that many admissions exceed it.
+  int64_t held_tokens = 0;
+  // Unspent local credit (ColdKeyPolicy::kLocalShare): tokens keys without
+  // a lease may still admit before Redis counts them.
+  int64_t credit_tokens = 0;
+  // Tokens admitted (local credit, and the failure mode's admissions with
+  // OutageUsage::kCharge) that no charge has reached Redis with yet.
+  int64_t uncharged_tokens = 0;
+  // The current worst-case overshoot, held + credit + uncharged: the
+  // admissions of this instance that Redis has not counted in the present
+  // window, if every held and credited token were spent at the moment the
+  // shared limit is exhausted. This instance's present term of the
+  // accuracy bound's N x (A + M) (docs/design.md, "Accuracy bound"); at
+  // most keys x (A + M).
+  int64_t overshoot_tokens = 0;
+  // Keys near their limit (LeasedLimiterOptions::near_limit_fraction).
+  uint64_t near_limit_keys = 0;
   RedisStats redis;  // the connection's counters
 };
 
@@ -249,6 +305,45 @@ struct LeaseHot {
   // A refill is asked for below this.
   std::atomic<int64_t> low_water{1};
 };
+
+// Decision counting (src/leased/decision_counts.h): each thread counts into
+// an array only it writes; each limiter owns kCountsPerLimiter cells of
+// every thread's array, its admitted decisions first, one cell per
+// DecisionSource, then its denied ones.
+inline constexpr uint32_t kCountsPerLimiter = 2 * kDecisionSources;
+// The cell of a decision in the range starting at `base`.
+constexpr uint32_t DecisionCell(uint32_t base, bool allowed,
+                                DecisionSource source) {
+  return base + (allowed ? 0 : kDecisionSources) +
+         static_cast<uint32_t>(source);
+}
+// The calling thread's array (empty until its first count).
+struct ThreadDecisionCounts {
+  std::atomic<uint64_t>* cells = nullptr;
+  uint32_t size = 0;
+};
+// Initial-exec: one fs-relative access, no __tls_get_addr call; constant
+// initialization, so no guard either.
+inline constinit thread_local ThreadDecisionCounts tls_decision_counts
+    __attribute__((tls_model("initial-exec")));
+// Counts into `cell` when the thread's array does not reach it yet (the
+// thread's first decision for a limiter): takes a mutex once.
+void CountDecisionSlow(uint32_t cell);
+// Counts one decision into `cell` of the calling thread's array.
+inline void CountDecision(uint32_t cell) {
+  const ThreadDecisionCounts& t = tls_decision_counts;
+  if (cell < t.size) [[likely]] {
+    std::atomic<uint64_t>& c = t.cells[cell];
+    // relaxed load and store, not fetch_add: only this thread writes its
+    // array, so no locked instruction is needed; stats() sums the cells
+    // with relaxed loads (a count publishes nothing).
+    c.store(c.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+  } else {
+    CountDecisionSlow(cell);
+  }
+}
+
+struct LeaseBenchmarkAccess;
 }  // namespace internal
 
 // What this instance holds for one key (LeasedLimiter::Inspect). A snapshot
@@ -298,7 +393,8 @@ class LeasedLimiter {
  public:
   // Validates `spec` (as DirectLimiter does) and `options`, connects (in
   // the background) unless options.connection is given, and starts the
-  // reconciler thread.
+  // reconciler thread. Leased decisions never borrow: spec.max_borrow is
+  // not used (Limiter::Reserve and DirectLimiter::Reserve borrow).
   static absl::StatusOr<std::unique_ptr<LeasedLimiter>> Create(
       const LimitSpec& spec, const LeasedLimiterOptions& options = {});
   // Returns every unused token to Redis and charges what was admitted
@@ -315,8 +411,52 @@ class LeasedLimiter {
   Decision TryAcquire(std::string_view key, int64_t cost = 1);
   // Inline: a decision served from the lease is three loads from the
   // handle (one a relaxed atomic), one relaxed fetch_sub and one relaxed
-  // load on the key, and four compares, in the caller's code.
+  // load on the key, and four compares, in the caller's code; counting it
+  // (LeaseStats::decisions) adds a load and a store to a line only the
+  // calling thread writes.
   Decision TryAcquire(const LeaseHandle& handle, int64_t cost = 1) {
+    return Decide<true>(handle, cost);
+  }
+
+  // A handle for `key` (created if needed). ResourceExhausted at max_keys;
+  // InvalidArgument for a key longer than max_key_bytes.
+  absl::StatusOr<LeaseHandle> Resolve(std::string_view key);
+
+  // This instance's state for `key`; NotFound if the key is not in memory,
+  // InvalidArgument if it is longer than max_key_bytes.
+  absl::StatusOr<LeaseKeyInfo> Inspect(std::string_view key) const;
+
+  // Returns every lease now and waits (up to `timeout`) for Redis to
+  // confirm: for tests, and before a planned pause.
+  absl::Status ReturnAll(absl::Duration timeout);
+
+  // Waits (up to `timeout`) until the reconciler is idle: every lease
+  // request, charge and return asked for before the call (and every call
+  // they led to) has been answered by Redis and applied, and nothing else is
+  // pending. For tests (a synchronisation point instead of polling) and for
+  // tools that report after a burst of activity. DeadlineExceeded if Redis
+  // did not answer in time, or if decisions kept asking for new leases.
+  absl::Status Sync(absl::Duration timeout);
+
+  // A snapshot of the counters and gauges (LeaseStats). Walks the keys in
+  // memory for the gauges (O(keys)); takes a process-wide mutex briefly to
+  // sum the decision counts. Any thread.
+  LeaseStats stats() const;
+  // The limit; the reference is valid while the limiter lives.
+  const LimitSpec& spec() const;
+  RedisConnection& connection() const;
+
+  class Impl;
+
+ private:
+  friend struct internal::LeaseBenchmarkAccess;
+  explicit LeasedLimiter(std::unique_ptr<Impl> impl);
+
+  // The handle decision; `kCount`: count it (LeaseStats::decisions). Only
+  // benchmarks decide without counting (internal::LeaseBenchmarkAccess),
+  // to measure what counting costs: the two differ in nothing else.
+  template <bool kCount>
+  Decision Decide(const LeaseHandle& handle, int64_t cost) {
     internal::LeaseHot* e = handle.entry_;
     // No load of the balance precedes the subtraction: on x86 a locked
     // instruction waits for earlier loads, and that dependent load cost
@@ -340,51 +480,45 @@ class LeasedLimiter {
       // overflow (old >= -2^40 x threads, cost <= 2^40).
       if (old - cost >= e->low_water.load(std::memory_order_relaxed))
           [[likely]] {
+        if constexpr (kCount) {
+          internal::CountDecision(internal::DecisionCell(
+              count_base_, true, DecisionSource::kLease));
+        }
         return internal::LeaseAdmitted(old - cost);
       }
-      return AfterSubtract(handle, cost, old);
+      return AfterSubtract<kCount>(handle, cost, old);
     }
-    return SlowAcquire(handle, cost);
+    return SlowAcquire<kCount>(handle, cost);
   }
 
-  // A handle for `key` (created if needed). ResourceExhausted at max_keys;
-  // InvalidArgument for a key longer than max_key_bytes.
-  absl::StatusOr<LeaseHandle> Resolve(std::string_view key);
-
-  // This instance's state for `key`; NotFound if the key is not in memory,
-  // InvalidArgument if it is longer than max_key_bytes.
-  absl::StatusOr<LeaseKeyInfo> Inspect(std::string_view key) const;
-
-  // Returns every lease now and waits (up to `timeout`) for Redis to
-  // confirm: for tests, and before a planned pause.
-  absl::Status ReturnAll(absl::Duration timeout);
-
-  // Waits (up to `timeout`) until the reconciler is idle: every lease
-  // request, charge and return asked for before the call (and every call
-  // they led to) has been answered by Redis and applied, and nothing else is
-  // pending. For tests (a synchronisation point instead of polling) and for
-  // tools that report after a burst of activity. DeadlineExceeded if Redis
-  // did not answer in time, or if decisions kept asking for new leases.
-  absl::Status Sync(absl::Duration timeout);
-
-  LeaseStats stats() const;
-  // The limit; the reference is valid while the limiter lives.
-  const LimitSpec& spec() const;
-  RedisConnection& connection() const;
-
-  class Impl;
-
- private:
-  explicit LeasedLimiter(std::unique_ptr<Impl> impl);
   // Out of line: the subtraction left the balance below the low-water mark
   // (ask for a refill) or found too few tokens (undo, mark the handle, and
-  // take the slow path).
+  // take the slow path). Counts the decision if kCount.
+  template <bool kCount>
   Decision AfterSubtract(const LeaseHandle& handle, int64_t cost, int64_t old);
   // The handle is invalid (max_cost_ is 0), the cost out of range, or the
   // handle expects a refusal: checks the balance before subtracting.
+  // Counts the decision if kCount.
+  template <bool kCount>
   Decision SlowAcquire(const LeaseHandle& handle, int64_t cost);
+
   std::unique_ptr<Impl> impl_;
+  // This limiter's first cell in every thread's decision counts
+  // (src/leased/decision_counts.h).
+  const uint32_t count_base_;
 };
+
+namespace internal {
+// For benchmarks only (bench/lease_bench.cc): the handle decision without
+// counting it, to show what counting costs. Not an API.
+struct LeaseBenchmarkAccess {
+  static Decision TryAcquireUncounted(LeasedLimiter& limiter,
+                                      const LeaseHandle& handle,
+                                      int64_t cost = 1) {
+    return limiter.Decide<false>(handle, cost);
+  }
+};
+}  // namespace internal
 
 }  // namespace tokenlease
 

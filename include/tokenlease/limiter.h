@@ -141,14 +141,29 @@ class Limiter {
   Decision Acquire(std::string_view key, int64_t cost, absl::Duration timeout);
 
   // Replaces the limit at run time and keeps each key's state: tokens
-  // consumed stay consumed (a lowered rate does not refill anyone), counts in
-  // windows and logs are kept. The new spec must have the same number of
-  // bands with the same algorithm and refill style (InvalidArgument
-  // otherwise); at most 2^24 - 1 updates per Limiter (ResourceExhausted).
+  // consumed stay consumed (a lowered rate does not refill anyone; keys idle
+  // across 16 updates: see below), counts in windows and logs are kept. The new
+  // spec must have the same number of bands with the same algorithm and refill
+  // style (InvalidArgument otherwise); at most 2^24 - 1 updates per Limiter
+  // (ResourceExhausted).
+  //
+  // Memory does not grow with the number of updates: the Limiter keeps the
+  // last 16 compiled specs (a few hundred bytes each) and frees an older one
+  // as soon as no thread uses it. A thread keeps the one it last decided
+  // with until its next decision on this Limiter or its exit, so at most
+  // one more per thread is kept. This call never waits for other threads.
+  //
+  // A token bucket or GCRA key whose last decision was 16 or more updates
+  // ago, and that still owes tokens, keeps the time at which its bucket is
+  // full again instead of its consumed tokens, rounded up to the next whole
+  // nanosecond: it never gets more than a new key would, but after a lowered
+  // rate it owes fewer tokens than an exact conversion would charge, after a
+  // raised one more (docs/design.md, "Spec generations").
   absl::Status UpdateSpec(const LimitSpec& spec);
 
   // The spec in force when called. The reference stays valid while the
-  // Limiter lives (a later UpdateSpec does not change what it refers to).
+  // Limiter lives (a later UpdateSpec does not change what it refers to), so
+  // each distinct spec this returns is kept until the Limiter is destroyed.
   const LimitSpec& spec() const;
   // The clock in use.
   Clock* clock() const;

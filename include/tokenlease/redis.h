@@ -13,6 +13,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "tokenlease/metrics.h"
 
 namespace tokenlease {
 
@@ -120,9 +121,12 @@ struct RedisStats {
   // commands of one turn leave in one write). commands_sent / flushes is the
   // mean pipeline depth.
   uint64_t flushes = 0;
-  uint64_t resets = 0;    // connections reset: nothing answered dead_after
+  uint64_t resets = 0;  // connections reset: nothing answered dead_after
+  // Health transitions, by the state entered (the initial kDegraded is not
+  // one): with `health`, the state and transitions of docs/metrics.md.
+  uint64_t healthy = 0;   // transitions into kHealthy
   uint64_t degraded = 0;  // transitions into kDegraded
-  uint64_t down = 0;      // transitions into kDown (not the initial state)
+  uint64_t down = 0;      // transitions into kDown
   // When this Redis's tokenlease state began (µs since the epoch, Redis's
   // clock): the data-loss marker every connection reads before its first
   // call (docs/lua-protocol.md, since.lua); -1 until read, or if it cannot
@@ -133,6 +137,10 @@ struct RedisStats {
   // restart without persistence, FLUSHALL, a failover to an empty replica).
   uint64_t data_losses = 0;
   RedisHealth health = RedisHealth::kDegraded;  // now
+  // Round trips: from a command's write to its reply (late replies and
+  // error replies included; a command that got no reply is in `timeouts`
+  // or failed with its connection), measured on the client thread.
+  LatencyHistogram round_trip;
 };
 
 // A shared handle to one Redis client thread. Limiters that take a

@@ -9,6 +9,7 @@
 #include "tokenlease/guard.h"
 #include "tokenlease/leased.h"
 #include "tokenlease/limiter.h"
+#include "tokenlease/metrics.h"
 #include "tokenlease/redis.h"
 #include "tokenlease/spec.h"
 

@@ -9,30 +9,31 @@
 
 --@part band
 -- Inside the loop over the bands, after lib/band.lua: band i's table, the
--- fields its kind uses: kind, key, limit, period, burst; gcra/step: p, l,
--- tol (see lib/band.lua); fixed/counter/log: offset, aligned; log: meta,
+-- fields its kind uses: kind, key, limit, period, burst, stamp (none for a
+-- log); gcra/step: p, l, tol (see lib/band.lua); fixed/counter/log: offset, aligned; log: meta,
 -- granule, goff, q, max_entries, and its state (prune: the expired entries
 -- to remove, see LOG.load).
 if kind == 'gcra' then
   -- The state fields are set by the load (declared here: no rehash).
   bands[i] = {kind = kind, key = key, limit = limit, period = period, burst = burst,
-              p = p, l = l, tol = tol, far = false, d = 0, tn = 0, f = 0, allowed = 0}
+              p = p, l = l, tol = tol, stamp = stamp, far = false, d = 0, tn = 0,
+              f = 0, allowed = 0}
 elseif kind == 'step' then
   has_step = true
   bands[i] = {kind = kind, key = key, limit = limit, period = period, burst = burst,
-              p = p, l = l, tokens = 0, anchor = 0}
+              p = p, l = l, stamp = stamp, tokens = 0, anchor = 0}
 else
   local offset = off % period  -- exact: |off| <= 2^51
   has_window = true
   if kind == 'fixed' then
     bands[i] = {kind = 'fixed', key = key, limit = limit, period = period, burst = limit,
-                offset = offset, aligned = anchor == 'aligned', start = 0, count = 0,
-                left = 0}
+                offset = offset, aligned = anchor == 'aligned', stamp = stamp,
+                start = 0, count = 0, left = 0}
   elseif kind == 'counter' then
     has_counter = true
     bands[i] = {kind = 'counter', key = key, limit = limit, period = period,
-                burst = limit, offset = offset, aligned = anchor == 'aligned', start = 0,
-                prev = 0, cur = 0, w = 0}
+                burst = limit, offset = offset, aligned = anchor == 'aligned',
+                stamp = stamp, start = 0, prev = 0, cur = 0, w = 0}
   else
     has_log = true
     bands[i] = {kind = 'log', key = key, meta = meta, limit = limit, period = period,

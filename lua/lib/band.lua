@@ -6,7 +6,7 @@
 -- bucket), 'fixed', 'counter' or 'log', and what the kind needs:
 -- gcra/step: burst (0 = limit), p and l (a token costs p units of 1/l us),
 -- tol (gcra: burst * p); log: meta, goff (granule offset), q (quantum in
--- ns, or false).
+-- ns, or false); stamp (below).
 local algo = A[base + 1]
 if algo ~= 'token_bucket' and algo ~= 'gcra' and algo ~= 'fixed_window' and
    algo ~= 'sliding_counter' and algo ~= 'sliding_log' then
@@ -100,4 +100,18 @@ else
       return {err = ERR .. 'bands[' .. (i - 1) .. '].period / max_log_entries must be between 1us and 2^51 ns'}
     end
   end
+end
+-- The band's stamp, stored after its state (lib/state.lua restamp): what
+-- a state's numbers mean, so that a call with another spec of the same
+-- limit name re-expresses it or refuses it. A log has none (its entries
+-- are times and tokens whatever the spec).
+local stamp = false
+if kind == 'gcra' then
+  stamp = sformat('g%d/%d', p, l)
+elseif kind == 'step' then
+  stamp = sformat('s%d/%d/%d', limit, period, burst)
+elseif kind ~= 'log' then
+  stamp = sformat('%s%d/%s%d', kind == 'fixed' and 'f' or 'c', period,
+                  (kind == 'counter' or anchor == 'aligned') and 'a' or 'r',
+                  off % period)  -- a counter's windows are always aligned
 end

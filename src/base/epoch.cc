@@ -7,6 +7,8 @@
 #include <cstdlib>
 #include <mutex>
 
+#include "base/thread_slots.h"
+
 namespace tokenlease::internal {
 namespace {
 
@@ -55,30 +57,10 @@ void HeavyBarrier() {
 
 EpochSlot* epoch_internal::RegisterThread() {
   std::call_once(g_setup, SetUpBarriers);
-  EpochSlot* slot = nullptr;
-  // Acquire: a published slot's `next` is visible.
-  for (EpochSlot* s = g_slots.load(std::memory_order_acquire); s != nullptr;
-       s = s->next) {
-    bool free = false;
-    // acq_rel: claims the slot against other registering threads and sees
-    // its last owner's release.
-    if (!s->in_use.load(std::memory_order_relaxed) &&
-        s->in_use.compare_exchange_strong(free, true,
-                                          std::memory_order_acq_rel)) {
-      slot = s;
-      break;
-    }
-  }
-  if (slot == nullptr) {
-    slot = new EpochSlot;
-    slot->in_use.store(true, std::memory_order_relaxed);
-    EpochSlot* head = g_slots.load(std::memory_order_relaxed);
-    do {
-      slot->next = head;
-      // Release: publishes the slot's fields with it.
-    } while (!g_slots.compare_exchange_weak(
-        head, slot, std::memory_order_release, std::memory_order_relaxed));
-  }
+  // Acquire / release: a pushed slot's fields, `next` among them, are
+  // visible to the scans.
+  EpochSlot* slot = ClaimOrAddSlot(g_slots, std::memory_order_acquire,
+                                   std::memory_order_release);
   tls.slot = slot;
   t_release.slot = slot;
   return slot;

@@ -143,7 +143,7 @@ absl::StatusOr<KeyHandle> Limiter::Resolve(std::string_view key) {
 
 absl::StatusOr<Reservation> Limiter::Reserve(std::string_view key, int64_t cost,
                                              absl::Duration max_wait) {
-  if (!core_->spec()->all_buckets) {
+  if (!core_->all_buckets()) {
     return absl::InvalidArgumentError(
         "Reserve needs every band to be a token bucket or GCRA (only they "
         "can borrow); use TryAcquire or Acquire for window algorithms");
@@ -172,7 +172,7 @@ Decision Limiter::Acquire(std::string_view key, int64_t cost,
   const absl::Time real_deadline = absl::Now() + timeout;
   const int64_t timeout_ns =
       std::clamp<int64_t>(absl::ToInt64Nanoseconds(timeout), 0, INT64_MAX / 4);
-  if (core_->spec()->all_buckets) {
+  if (core_->all_buckets()) {
     // Book a slot now (FIFO among callers), then wait for it.
     BandRequest req{core_->Now(), cost, timeout_ns};
     req.ignore_borrow_cap = true;
@@ -193,27 +193,12 @@ Decision Limiter::Acquire(std::string_view key, int64_t cost,
 
 absl::Status Limiter::UpdateSpec(const LimitSpec& spec) {
   if (absl::Status s = ValidateSpec(spec); !s.ok()) return s;
-  const LimitSpec& old = core_->spec()->source;
-  if (old.bands.size() != spec.bands.size()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "UpdateSpec cannot change the number of bands (", old.bands.size(),
-        " -> ", spec.bands.size(), "); create a new Limiter"));
-  }
-  for (size_t i = 0; i < spec.bands.size(); ++i) {
-    const Band& a = old.bands[i];
-    const Band& b = spec.bands[i];
-    if (a.algorithm != b.algorithm ||
-        (a.algorithm == Algorithm::kTokenBucket && a.refill != b.refill)) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "UpdateSpec cannot change bands[", i, "] from ",
-          AlgorithmName(a.algorithm), " to ", AlgorithmName(b.algorithm),
-          " or change its refill style; create a new Limiter"));
-    }
-  }
+  // The structural checks run under the update lock, against the spec in
+  // force (LimiterCore::UpdateSpec).
   return core_->UpdateSpec(spec);
 }
 
-const LimitSpec& Limiter::spec() const { return core_->spec()->source; }
+const LimitSpec& Limiter::spec() const { return core_->PublishedSpec(); }
 Clock* Limiter::clock() const { return core_->clock(); }
 int64_t Limiter::key_count() const { return core_->registry().size(); }
 int64_t Limiter::EvictIdle() { return core_->registry().Reclaim(core_->Now()); }

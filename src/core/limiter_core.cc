@@ -1,7 +1,15 @@
 #include "core/limiter_core.h"
 
-#include <algorithm>
+#include <pthread.h>
 
+#include <algorithm>
+#include <cstdlib>
+#include <functional>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/time.h"
+#include "base/thread_slots.h"
 #include "core/options_checks.h"
 #include "local/band_eval.h"
 #include "local/band_eval_inl.h"
@@ -46,7 +54,105 @@ void Combine(Decision& d, int64_t& wait, const BandResult& r, bool first) {
   }
 }
 
+// Every SpecHazard ever registered, newest first; slots are never freed.
+std::atomic<SpecHazard*> g_spec_hazards{nullptr};
+
+// Hands out hazard ways round-robin. Relaxed: a counter; any value is safe.
+std::atomic<uint32_t> g_next_hazard_way{0};
+
+// Every generation some slot names (a scan; see FreeUnused for the orders).
+std::vector<const CompiledSpec*> NamedGenerations() {
+  std::vector<const CompiledSpec*> named;
+  for (SpecHazard* h = FirstSpecHazard(); h != nullptr; h = h->next) {
+    // seq_cst: the other side of the store-load pairs of AnnounceSpec and
+    // FindOlderBand; also an acquire of a slot's release (its thread's uses
+    // of the generation it named before happen before the free).
+    for (const std::atomic<const CompiledSpec*>& c : h->current) {
+      named.push_back(c.load(std::memory_order_seq_cst));
+    }
+    named.push_back(h->walking.load(std::memory_order_seq_cst));
+  }
+  return named;
+}
+
+// Moves the generations of `from` that `named` does not hold to `out`.
+void TakeUnnamed(std::vector<std::unique_ptr<CompiledSpec>>& from,
+                 const std::vector<const CompiledSpec*>& named,
+                 std::vector<std::unique_ptr<CompiledSpec>>& out) {
+  for (std::unique_ptr<CompiledSpec>& g : from) {
+    if (std::find(named.begin(), named.end(), g.get()) == named.end()) {
+      out.push_back(std::move(g));
+    }
+  }
+  from.erase(std::remove(from.begin(), from.end(), nullptr), from.end());
+}
+
+// Generations of destroyed Limiters that a slot still named: freed by a
+// later scan once none does, so that a slot never names freed memory (whose
+// address a new generation could take, which the slot would then keep
+// alive). At most kSpecHazardWays + 1 per thread. Never destroyed (a
+// Limiter may be destroyed during static destruction).
+struct Graveyard {
+  std::mutex mu;
+  std::vector<std::unique_ptr<CompiledSpec>> specs;  // guarded by mu
+};
+Graveyard& TheGraveyard() {
+  static Graveyard* const g = new Graveyard;
+  return *g;
+}
+
+// Gives a thread's slot back when the thread exits: a pthread key's
+// destructor, which glibc runs after the thread's C++ thread_local
+// destructors, so that a decision made in one of those still gets its slot
+// back. (A decision in another key's destructor sets the key again, and
+// glibc calls this again, up to PTHREAD_DESTRUCTOR_ITERATIONS rounds.)
+void ReleaseSpecHazard(void* arg) {
+  SpecHazard* slot = static_cast<SpecHazard*>(arg);
+  // A later decision of this thread takes a slot again.
+  spec_hazard_internal::tls = nullptr;
+  // Release: the thread's last uses of the generations happen before an
+  // UpdateSpec that sees null (acquire in its scan) frees them.
+  for (std::atomic<const CompiledSpec*>& c : slot->current) {
+    c.store(nullptr, std::memory_order_release);
+  }
+  slot->walking.store(nullptr, std::memory_order_release);
+  // Release: as above, for the next owner (acquire on claim).
+  slot->in_use.store(false, std::memory_order_release);
+}
+
+pthread_key_t SpecHazardKey() {
+  static const pthread_key_t key = [] {
+    pthread_key_t k;
+    // Fails only when the process is out of keys (PTHREAD_KEYS_MAX, 1024),
+    // before any Limiter could decide: nothing sensible to continue with.
+    if (pthread_key_create(&k, &ReleaseSpecHazard) != 0) std::abort();
+    return k;
+  }();
+  return key;
+}
+
 }  // namespace
+
+SpecHazard* FirstSpecHazard() {
+  // seq_cst: a published slot's fields are visible (acquire), and a scan
+  // that misses a slot pushed later is ordered before that slot's first
+  // announcement, whose check then sees the scan's cause (AnnounceSpec).
+  return g_spec_hazards.load(std::memory_order_seq_cst);
+}
+
+SpecHazard* ThisThreadSpecHazard() {
+  if (spec_hazard_internal::tls != nullptr) return spec_hazard_internal::tls;
+  // seq_cst, both: the head's load as FirstSpecHazard's, and the push
+  // publishes the slot's fields (release) and is ordered with the scans'
+  // loads of the head (see FirstSpecHazard).
+  SpecHazard* slot = ClaimOrAddSlot(g_spec_hazards, std::memory_order_seq_cst,
+                                    std::memory_order_seq_cst);
+  spec_hazard_internal::tls = slot;
+  // Allocates at most once per thread (glibc's second-level key array);
+  // without it the slot would stay claimed after the thread exits.
+  if (pthread_setspecific(SpecHazardKey(), slot) != 0) std::abort();
+  return slot;
+}
 
 Decision LimiterCore::InvalidArgumentDecision() {
   Decision d;
@@ -55,38 +161,162 @@ Decision LimiterCore::InvalidArgumentDecision() {
   return d;
 }
 
-CompiledSpec CompileSpec(const LimitSpec& spec, uint32_t generation,
-                         const CompiledSpec* previous) {
-  CompiledSpec c;
-  c.source = spec;
-  c.generation = generation;
-  c.previous = previous;
-  c.all_buckets = true;
+std::unique_ptr<CompiledSpec> CompileSpec(const LimitSpec& spec,
+                                          uint32_t generation,
+                                          const CompiledSpec* previous) {
+  auto c = std::make_unique<CompiledSpec>();
+  c->source = spec;
+  c->generation = generation;
+  // Release: `previous` was fully built before (and FindOlderBand loads the
+  // link with acquire); this generation is published later by spec_.
+  c->previous.store(previous, std::memory_order_release);
+  c->all_buckets = true;
   for (const Band& band : spec.bands) {
-    c.bands.push_back(CompileBand(band, spec.max_borrow, generation));
+    c->bands.push_back(CompileBand(band, spec.max_borrow, generation));
     const bool log = band.algorithm == Algorithm::kSlidingWindowLog;
-    c.log_index.push_back(log ? c.log_count++ : -1);
-    c.all_buckets =
-        c.all_buckets && (band.algorithm == Algorithm::kTokenBucket ||
-                          band.algorithm == Algorithm::kGcra);
+    c->log_index.push_back(log ? c->log_count++ : -1);
+    c->all_buckets =
+        c->all_buckets && (band.algorithm == Algorithm::kTokenBucket ||
+                           band.algorithm == Algorithm::kGcra);
   }
-  c.lock_free = c.bands.size() == 1 && c.log_count == 0;
+  c->lock_free = c->bands.size() == 1 && c->log_count == 0;
   return c;
 }
 
 LimiterCore::LimiterCore(const LimitSpec& spec, const LimiterOptions& options)
+    : LimiterCore(CompileSpec(spec, 0, nullptr), options) {}
+
+LimiterCore::LimiterCore(std::unique_ptr<CompiledSpec> first,
+                         const LimiterOptions& options)
     : clock_(options.clock != nullptr ? options.clock : DefaultClock()),
       system_clock_(clock_ == DefaultClock()),
       max_key_bytes_(static_cast<size_t>(options.max_key_bytes)),
+      lock_free_(first->lock_free),
+      all_buckets_(first->all_buckets),
+      hazard_way_(static_cast<int>(
+          g_next_hazard_way.fetch_add(1, std::memory_order_relaxed) %
+          kSpecHazardWays)),
       registry_(this, options.max_keys, options.shards,
                 KeyRegistry::Growth::kReclaims) {
-  auto first = std::make_unique<CompiledSpec>(CompileSpec(spec, 0, nullptr));
+  // Release: publishes the compiled spec's contents (no reader yet).
   spec_.store(first.get(), std::memory_order_release);
-  absl::MutexLock lock(&update_mu_);
-  generations_.push_back(std::move(first));
+  std::lock_guard<std::mutex> lock(update_mu_);
+  live_.push_back(std::move(first));
 }
 
-LimiterCore::~LimiterCore() = default;
+// No decision can run any more, so every generation can go but those a
+// thread's slot still names (they wait in the graveyard). The registry,
+// destroyed after this, reads none.
+LimiterCore::~LimiterCore() {
+  std::vector<std::unique_ptr<CompiledSpec>> expired;  // freed unlocked
+  std::lock_guard<std::mutex> lock(update_mu_);
+  std::vector<std::unique_ptr<CompiledSpec>> mine = std::move(retired_);
+  for (std::unique_ptr<CompiledSpec>& g : live_) mine.push_back(std::move(g));
+  Graveyard& grave = TheGraveyard();
+  // Before the scan: see FreeUnused.
+  std::lock_guard<std::mutex> grave_lock(grave.mu);
+  const std::vector<const CompiledSpec*> named = NamedGenerations();
+  TakeUnnamed(mine, named, expired);
+  TakeUnnamed(grave.specs, named, expired);
+  for (std::unique_ptr<CompiledSpec>& g : mine) {
+    grave.specs.push_back(std::move(g));
+  }
+}
+
+const CompiledSpec* LimiterCore::AnnounceSpec() const {
+  SpecHazard* h = ThisThreadSpecHazard();
+  // seq_cst, here and below: the announcement and the check that follows
+  // are one side of a store-load pair whose other side is UpdateSpec's
+  // store of the next generation and its later scan of the slots (all
+  // seq_cst): either this check sees the generation replaced (and tries
+  // the newer one) or the scan sees it announced (and keeps it).
+  const CompiledSpec* s = spec_.load(std::memory_order_seq_cst);
+  for (;;) {
+    // seq_cst (a read-modify-write, also a release of the generation this
+    // thread used before: see FreeUnused).
+    h->current[hazard_way_].exchange(s, std::memory_order_seq_cst);
+    const CompiledSpec* now = spec_.load(std::memory_order_seq_cst);
+    if (now == s) return s;
+    s = now;
+  }
+}
+
+const CompiledBand* LimiterCore::FindOlderBand(const CompiledSpec* s,
+                                               uint32_t gen, int i) const {
+  SpecHazard* h = spec_hazard_internal::tls;  // set by the spec() of `s`
+  const CompiledSpec* p = s;  // announced: `current` or `walking`
+  while (p->generation > gen) {
+    // Acquire: pairs with the release that linked the older generation.
+    const CompiledSpec* q = p->previous.load(std::memory_order_acquire);
+    if (q == nullptr) return nullptr;
+    const uint32_t q_generation = p->generation - 1;  // links are consecutive
+    // seq_cst, here and below: a store-load pair with UpdateSpec's store of
+    // oldest_linked_ and its later scan: either q is seen unlinked here
+    // (and not read) or the scan sees it announced (and keeps it).
+    h->walking.exchange(q, std::memory_order_seq_cst);
+    if (oldest_linked_.load(std::memory_order_seq_cst) > q_generation) {
+      return nullptr;  // left the window meanwhile
+    }
+    p = q;
+  }
+  return p->generation == gen ? &p->bands[i] : nullptr;
+}
+
+CellValue LimiterCore::ConvertOlderCell(const CompiledSpec* s, int i,
+                                        CellValue v, int64_t now_ns) const {
+  const CompiledBand* from = FindOlderBand(s, GcraCellGeneration(v), i);
+  const CellValue converted =
+      from != nullptr
+          ? ConvertGcraCell(*from, s->bands[i], v, now_ns)
+          : ConvertGcraCellOfUnknownGeneration(s->bands[i], v, now_ns);
+  // Release: the reads of the older generation happen before a scan that
+  // sees null (acquire) frees it.
+  spec_hazard_internal::tls->walking.store(nullptr, std::memory_order_release);
+  return converted;
+}
+
+size_t LimiterCore::SpecHash::operator()(const LimitSpec& s) const {
+  size_t h = std::hash<int64_t>()(absl::ToInt64Nanoseconds(s.max_borrow));
+  auto mix = [&h](int64_t v) {
+    h ^= std::hash<int64_t>()(v) + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
+  };
+  for (const Band& b : s.bands) {
+    mix(static_cast<int64_t>(b.algorithm));
+    mix(b.limit);
+    mix(absl::ToInt64Nanoseconds(b.period));
+    mix(b.burst);
+  }
+  return h;
+}
+
+bool LimiterCore::SpecEq::operator()(const LimitSpec& a,
+                                     const LimitSpec& b) const {
+  if (a.max_borrow != b.max_borrow || a.bands.size() != b.bands.size()) {
+    return false;
+  }
+  for (size_t i = 0; i < a.bands.size(); ++i) {
+    const Band& x = a.bands[i];
+    const Band& y = b.bands[i];
+    if (x.algorithm != y.algorithm || x.limit != y.limit ||
+        x.period != y.period || x.burst != y.burst || x.refill != y.refill ||
+        x.anchor != y.anchor || x.window_offset != y.window_offset ||
+        x.log_granularity != y.log_granularity ||
+        x.max_log_entries != y.max_log_entries) {
+      return false;
+    }
+  }
+  return true;
+}
+
+const LimitSpec& LimiterCore::PublishedSpec() const {
+  std::lock_guard<std::mutex> lock(update_mu_);
+  const CompiledSpec* current = live_.back().get();
+  if (published_ == nullptr || published_generation_ != current->generation) {
+    published_ = &*published_specs_.insert(current->source).first;
+    published_generation_ = current->generation;
+  }
+  return *published_;
+}
 
 absl::Status LimiterCore::CheckKey(std::string_view key) const {
   return CheckKeySize("LimiterOptions", key,
@@ -128,12 +358,15 @@ bool LimiterCore::TryRetire(KeyEntry* e, int64_t now_ns) {
 }
 
 void LimiterCore::Revive(KeyEntry* e) {
-  const CompiledSpec* s = spec();
-  if (s->lock_free) {
+  if (lock_free_) {
+    // The clock first: a user's Clock runs no code while this thread holds
+    // a generation (it might decide on another Limiter of the same way).
+    const int64_t now_ns = Now();
+    const CompiledSpec* s = spec();
     // The key was idle, so a new key's cell is equivalent. Nothing else
     // writes a dead cell.
     CellValue dead = kDeadCell;
-    e->cell(0).CompareExchange(dead, InitialCell(s->bands[0], Now()));
+    e->cell(0).CompareExchange(dead, InitialCell(s->bands[0], now_ns));
     return;
   }
   SpinLockGuard lock(&e->lock);
@@ -151,7 +384,7 @@ Decision LimiterCore::WaitForRevival(KeyEntry* e, const BandRequest& req,
 
 bool LimiterCore::IsRetired(KeyEntry* e) const {
   // seq_cst loads: the other side of the pairs in TryRetire.
-  if (spec()->lock_free) return e->cell(0).HighHalfIs(kDeadCell.b);
+  if (lock_free_) return e->cell(0).HighHalfIs(kDeadCell.b);
   return e->dead.load(std::memory_order_seq_cst);
 }
 
@@ -208,9 +441,7 @@ template <BandResult (*Eval)(const CompiledBand&, CellValue,
       continue;
     }
     if (r.outcome == BandOutcome::kCellOlderThanSpec) [[unlikely]] {
-      const CompiledBand& from = s->BandOf(GcraCellGeneration(cur), 0);
-      const CellValue converted =
-          ConvertGcraCell(from, s->bands[0], cur, req.now_ns);
+      const CellValue converted = core.ConvertOlderCell(s, 0, cur, req.now_ns);
       if (cell.CompareExchange(cur, converted)) cur = converted;
       snapshot = true;  // either way `cur` is what the CAS saw
       continue;
@@ -257,8 +488,7 @@ BandResult LimiterCore::EvaluateLocked(KeyEntry* e, const CompiledSpec* s,
     const CellValue v = cell.LoadRelaxed();  // no writer without the lock
     const BandResult r = EvaluateBand(band, v, req);
     if (r.outcome != BandOutcome::kCellOlderThanSpec) return r;
-    cell.Store(ConvertGcraCell(s->BandOf(GcraCellGeneration(v), i), band, v,
-                               req.now_ns));
+    cell.Store(ConvertOlderCell(s, i, v, req.now_ns));
   }
 }
 
@@ -311,19 +541,59 @@ Decision LimiterCore::DecideLocked(KeyEntry* e, const BandRequest& req,
   return d;
 }
 
+void LimiterCore::FreeUnused(std::vector<std::unique_ptr<CompiledSpec>>& out) {
+  Graveyard& grave = TheGraveyard();
+  // Before the scan, so that a generation buried after it (named when the
+  // destroyed Limiter scanned, later than ours) is not judged by it.
+  std::lock_guard<std::mutex> lock(grave.mu);  // after update_mu_, always
+  const std::vector<const CompiledSpec*> named = NamedGenerations();
+  TakeUnnamed(retired_, named, out);
+  TakeUnnamed(grave.specs, named, out);
+}
+
 absl::Status LimiterCore::UpdateSpec(const LimitSpec& spec) {
-  absl::MutexLock lock(&update_mu_);
-  const CompiledSpec* current = generations_.back().get();
+  std::vector<std::unique_ptr<CompiledSpec>> expired;  // freed unlocked
+  std::lock_guard<std::mutex> lock(update_mu_);
+  const CompiledSpec* current = live_.back().get();
+  const LimitSpec& old = current->source;
+  if (old.bands.size() != spec.bands.size()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "UpdateSpec cannot change the number of bands (", old.bands.size(),
+        " -> ", spec.bands.size(), "); create a new Limiter"));
+  }
+  for (size_t i = 0; i < spec.bands.size(); ++i) {
+    const Band& a = old.bands[i];
+    const Band& b = spec.bands[i];
+    if (a.algorithm != b.algorithm ||
+        (a.algorithm == Algorithm::kTokenBucket && a.refill != b.refill)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "UpdateSpec cannot change bands[", i, "] from ",
+          AlgorithmName(a.algorithm), " to ", AlgorithmName(b.algorithm),
+          " or change its refill style; create a new Limiter"));
+    }
+  }
   if (current->generation >= kMaxGeneration) {
     return absl::ResourceExhaustedError(
         "this Limiter has had 2^24 - 1 spec updates, the most its state "
         "cells can tag; create a new Limiter");
   }
-  auto next = std::make_unique<CompiledSpec>(
-      CompileSpec(spec, current->generation + 1, current));
-  // Release: publishes the compiled spec's contents to hot-path readers.
-  spec_.store(next.get(), std::memory_order_release);
-  generations_.push_back(std::move(next));
+  std::unique_ptr<CompiledSpec> next =
+      CompileSpec(spec, current->generation + 1, current);
+  // seq_cst: publishes the compiled spec's contents (release), and is the
+  // other side of AnnounceSpec's store-load pair (with the scans below).
+  spec_.store(next.get(), std::memory_order_seq_cst);
+  live_.push_back(std::move(next));
+  if (live_.size() > static_cast<size_t>(kRetainedGenerations)) {
+    // The oldest generation leaves the window. seq_cst: the other side of
+    // FindOlderBand's store-load pair (with the scan below).
+    oldest_linked_.store(live_[1]->generation, std::memory_order_seq_cst);
+    // Release: as every store of the link (null publishes nothing, but the
+    // readers' acquire pairs with it).
+    live_[1]->previous.store(nullptr, std::memory_order_release);
+    retired_.push_back(std::move(live_.front()));
+    live_.pop_front();
+  }
+  if (!retired_.empty()) FreeUnused(expired);
   return absl::OkStatus();
 }
 

@@ -9,12 +9,18 @@
 #define TOKENLEASE_SRC_CORE_LIMITER_CORE_H_
 
 #include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <deque>
 #include <memory>
+#include <mutex>
 #include <string_view>
+#include <unordered_set>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
-#include "absl/synchronization/mutex.h"
+#include "absl/time/clock.h"
 #include "base/sharded_registry.h"
 #include "base/spin_wait.h"
 #include "core/compiled_spec.h"
@@ -37,21 +43,11 @@ class LimiterCore final : public KeyRegistry::Owner {
     return system_clock_ ? absl::GetCurrentTimeNanos() : clock_->NowNanos();
   }
 
-  // Decides for an entry the caller keeps alive (registry lock or pin).
-  // req.max_wait_ns > 0 enables borrowing (Reserve, Acquire); the wait the
-  // caller must then observe goes to *wait_ns if given.
-  Decision Decide(KeyEntry* e, const BandRequest& req,
-                  int64_t* wait_ns = nullptr) {
-    if (req.cost < 0) [[unlikely]]
-      return InvalidArgumentDecision();
-    const CompiledSpec* s = spec();
-    if (s->lock_free) [[likely]]
-      return DecideLockFree(s, e, req, wait_ns);
-    return DecideLocked(e, req, wait_ns);
-  }
   // Decides for a pinned entry (a handle). A pinned entry can be marked
   // retired for an instant (the registry marks, then sees the pin and
   // revives it), so a decision that meets the mark waits for the revival.
+  // req.max_wait_ns > 0 enables borrowing (Reserve, Acquire); the wait the
+  // caller must then observe goes to *wait_ns if given.
   Decision DecidePinned(KeyEntry* e, const BandRequest& req,
                         int64_t* wait_ns = nullptr) {
     Decision d = Decide(e, req, wait_ns);
@@ -67,11 +63,37 @@ class LimiterCore final : public KeyRegistry::Owner {
   Decision DecideByName(std::string_view key, const BandRequest& req,
                         int64_t* wait_ns = nullptr);
 
+  // Checks that `spec` (which ValidateSpec accepted) keeps the bands'
+  // number, algorithms and refill styles, and publishes it as the next
+  // generation. Keeps the newest kRetainedGenerations linked; one older
+  // than that is freed by this call, a later one or the destructor, once
+  // no thread's SpecHazard names it. Never waits for readers.
   absl::Status UpdateSpec(const LimitSpec& spec);
+  // The current generation, announced in this thread's SpecHazard: it stays
+  // alive until this thread's next spec() of a Limiter with the same way,
+  // or its exit.
   const CompiledSpec* spec() const {
     // Acquire: the compiled spec's contents were written before publishing.
-    return spec_.load(std::memory_order_acquire);
+    const CompiledSpec* s = spec_.load(std::memory_order_acquire);
+    const SpecHazard* h = spec_hazard_internal::tls;
+    // Relaxed: only this thread writes its slot. Equal: announced (and
+    // checked) by an earlier call, so not freed since.
+    if (h != nullptr && h->current[hazard_way_].load(
+                            std::memory_order_relaxed) == s) [[likely]] {
+      return s;
+    }
+    return AnnounceSpec();
   }
+  // Converts band `i`'s GCRA cell `v`, written under a generation older than
+  // `s` (this thread's current one): exactly while that generation is
+  // linked, else by its TAT (ConvertGcraCellOfUnknownGeneration).
+  CellValue ConvertOlderCell(const CompiledSpec* s, int i, CellValue v,
+                             int64_t now_ns) const;
+  // The current spec, kept until the Limiter is destroyed (Limiter::spec()).
+  // Each distinct spec returned is stored once.
+  const LimitSpec& PublishedSpec() const;
+  // A fact no UpdateSpec changes (it keeps the bands' algorithms).
+  bool all_buckets() const { return all_buckets_; }
 
   KeyRegistry& registry() { return registry_; }
   // OK, or InvalidArgument if `key` is longer than max_key_bytes.
@@ -92,6 +114,18 @@ class LimiterCore final : public KeyRegistry::Owner {
   bool IsRetired(KeyEntry* e) const;
 
  private:
+  LimiterCore(std::unique_ptr<CompiledSpec> first,
+              const LimiterOptions& options);
+  // Decides for an entry the caller keeps alive (registry lookup or pin).
+  Decision Decide(KeyEntry* e, const BandRequest& req,
+                  int64_t* wait_ns = nullptr) {
+    if (req.cost < 0) [[unlikely]]
+      return InvalidArgumentDecision();
+    const CompiledSpec* s = spec();
+    if (s->lock_free) [[likely]]
+      return DecideLockFree(s, e, req, wait_ns);
+    return DecideLocked(e, req, wait_ns);
+  }
   [[gnu::noinline]] Decision WaitForRevival(KeyEntry* e, const BandRequest& req,
                                             int64_t* wait_ns);
   Decision DecideLockFree(const CompiledSpec* spec, KeyEntry* e,
@@ -101,14 +135,51 @@ class LimiterCore final : public KeyRegistry::Owner {
   // cell first).
   BandResult EvaluateLocked(KeyEntry* e, const CompiledSpec* s, int i,
                             const BandRequest& req);
+  // spec()'s slow path: announces the current generation in this thread's
+  // slot and checks it is still current.
+  [[gnu::noinline]] const CompiledSpec* AnnounceSpec() const;
+  // Generation `gen`'s band `i`, found from `s` (this thread's current
+  // generation) and announced in its slot's `walking`, or null if `gen` is
+  // no longer linked.
+  const CompiledBand* FindOlderBand(const CompiledSpec* s, uint32_t gen,
+                                    int i) const;
+  // Moves to `out` the retired generations, and those of destroyed Limiters
+  // in the graveyard, that no thread's slot names.
+  void FreeUnused(std::vector<std::unique_ptr<CompiledSpec>>& out);
+
+  struct SpecHash {
+    size_t operator()(const LimitSpec& s) const;
+  };
+  struct SpecEq {
+    bool operator()(const LimitSpec& a, const LimitSpec& b) const;
+  };
 
   Clock* const clock_;
   const bool system_clock_;
   const size_t max_key_bytes_;  // LimiterOptions::max_key_bytes
+  const bool lock_free_;        // as every generation's lock_free
+  const bool all_buckets_;      // as every generation's all_buckets
+  // The current generation. Loads: acquire (spec()) or seq_cst
+  // (AnnounceSpec); stores: seq_cst (UpdateSpec), see AnnounceSpec.
   std::atomic<const CompiledSpec*> spec_;
-  absl::Mutex update_mu_;
-  std::vector<std::unique_ptr<CompiledSpec>> generations_
-      ABSL_GUARDED_BY(update_mu_);
+  const int hazard_way_;  // this Limiter's way in every SpecHazard
+  // The oldest generation still linked (live_.front()'s). seq_cst store
+  // (UpdateSpec) and load (FindOlderBand): a store-load pair with the
+  // slots' `walking`.
+  std::atomic<uint32_t> oldest_linked_{0};
+  // Guards the fields below up to registry_. A std::mutex (pthread), which
+  // ThreadSanitizer sees, as everywhere else in src/.
+  mutable std::mutex update_mu_;
+  // The linked window, oldest first (live_.back() is spec_'s generation);
+  // at most kRetainedGenerations.
+  std::deque<std::unique_ptr<CompiledSpec>> live_;
+  // Unlinked generations some thread's slot still named at the last scan.
+  std::vector<std::unique_ptr<CompiledSpec>> retired_;
+  // Every distinct spec PublishedSpec returned (nodes never move), and the
+  // generation whose spec `published_` is.
+  mutable std::unordered_set<LimitSpec, SpecHash, SpecEq> published_specs_;
+  mutable const LimitSpec* published_ = nullptr;
+  mutable uint32_t published_generation_ = 0;
   KeyRegistry registry_;
 };
 

@@ -52,14 +52,29 @@ struct DirectLimiter::Census {
 };
 
 // relaxed: statistics, read by stats() only; nothing is published through
-// them.
+// them. Shared lines written with fetch_add: a direct decision costs a round
+// trip, next to which a contended increment is nothing.
 struct DirectLimiter::Counters {
+  // relaxed (fetch_add on the thread that delivers the decision): a count.
+  std::atomic<uint64_t> admitted[kDecisionSources] = {};
+  std::atomic<uint64_t> denied[kDecisionSources] = {};
+  std::atomic<uint64_t> redis_calls{0};  // relaxed: a count
   std::atomic<uint64_t> redis_failures{0};
   std::atomic<uint64_t> key_errors{0};
   std::atomic<uint64_t> fail_closed_denied{0};
   std::atomic<uint64_t> fail_open_admitted{0};
   std::atomic<uint64_t> fail_local_admitted{0};
   std::atomic<uint64_t> fail_local_denied{0};
+
+  void Count(const Decision& d) {
+    (d.allowed ? admitted : denied)[static_cast<int>(d.source)].fetch_add(
+        1, std::memory_order_relaxed);
+  }
+};
+
+// The stats callback, run on the connection's client thread.
+struct DirectLimiter::StatsTimer {
+  std::unique_ptr<internal::RedisClient::Periodic> periodic;
 };
 
 absl::Status DirectLimiterOptions::Validate() const {
@@ -85,6 +100,9 @@ absl::Status DirectLimiterOptions::Validate() const {
                                         instance_group),
       internal::CheckDuration("DirectLimiterOptions.announce_ttl", announce_ttl,
                               absl::Milliseconds(100), absl::Minutes(10)),
+      internal::CheckDuration("DirectLimiterOptions.stats_interval",
+                              stats_interval, absl::Milliseconds(1),
+                              absl::Hours(1)),
       connection == nullptr ? redis.Validate() : absl::OkStatus(),
   });
 }
@@ -143,10 +161,22 @@ absl::StatusOr<std::unique_ptr<DirectLimiter>> DirectLimiter::Create(
     limiter->census_->tick_every_ns =
         absl::ToInt64Nanoseconds(options.announce_ttl) / 30;
   }
+  if (options.stats_callback) {
+    DirectLimiter* l = limiter.get();
+    absl::StatusOr<std::unique_ptr<internal::RedisClient::Periodic>> timer =
+        l->connection_->client().Every(options.stats_interval, [l] {
+          l->options_.stats_callback(l->stats());
+        });
+    if (!timer.ok()) return timer.status();
+    limiter->stats_timer_ = std::make_unique<StatsTimer>();
+    limiter->stats_timer_->periodic = *std::move(timer);
+  }
   return limiter;
 }
 
 DirectLimiter::~DirectLimiter() {
+  // First: waits for a callback running on the client thread, and stops it.
+  stats_timer_.reset();
   if (census_ == nullptr) return;
   std::lock_guard<std::mutex> lock(census_->mu);
   census_->census->Leave();
@@ -173,6 +203,17 @@ DirectLimiter::DirectLimiter(const LimitSpec& spec,
 
 DirectStats DirectLimiter::stats() const {
   DirectStats s;
+  for (int i = 0; i < kDecisionSources; ++i) {
+    s.decisions.admitted[i] =
+        counters_->admitted[i].load(std::memory_order_relaxed);
+    s.decisions.denied[i] =
+        counters_->denied[i].load(std::memory_order_relaxed);
+  }
+  s.redis_calls = counters_->redis_calls.load(std::memory_order_relaxed);
+  s.decisions_per_call = s.redis_calls == 0
+                             ? 0
+                             : static_cast<double>(s.decisions.Total()) /
+                                   static_cast<double>(s.redis_calls);
   s.redis_failures = counters_->redis_failures.load(std::memory_order_relaxed);
   s.key_errors = counters_->key_errors.load(std::memory_order_relaxed);
   s.fail_closed_denied =
@@ -190,6 +231,10 @@ DirectStats DirectLimiter::stats() const {
     s.announcements = census_->census->answered();
     s.announce_failures = census_->census->failed();
   }
+  // The count the share in force is of (the census's latest count reaches
+  // it at the next call that holds the census).
+  if (fallback_ != nullptr) s.instances = fallback_->instances();
+  s.redis = connection_->stats();
   return s;
 }
 
@@ -239,12 +284,14 @@ void DirectLimiter::Submit(std::string_view key, int64_t cost,
         counters->fail_closed_denied.fetch_add(1, std::memory_order_relaxed);
         r.decision.source = DecisionSource::kDirect;
         r.decision.retry_after_ns = retry_ns;
+        counters->Count(r.decision);
         return r;
       case FailureMode::kFailOpen:
         counters->fail_open_admitted.fetch_add(1, std::memory_order_relaxed);
         r.decision.allowed = true;
         r.decision.source = DecisionSource::kFailOpen;
         r.granted = true;
+        counters->Count(r.decision);
         return r;
       case FailureMode::kFailLocal: {
         if (max_wait_us > 0) {
@@ -260,6 +307,7 @@ void DirectLimiter::Submit(std::string_view key, int64_t cost,
         (r.granted ? counters->fail_local_admitted
                    : counters->fail_local_denied)
             .fetch_add(1, std::memory_order_relaxed);
+        counters->Count(r.decision);
         return r;
       }
     }
@@ -279,9 +327,13 @@ void DirectLimiter::Submit(std::string_view key, int64_t cost,
                    false));
     return;
   }
+  // Before the submit: the reply may come (and a caller read stats())
+  // before SubmitScript returns.
+  counters_->redis_calls.fetch_add(1, std::memory_order_relaxed);
   absl::Status queued = connection_->client().SubmitScript(
       internal::kAcquireScript, std::move(argv),
-      [shared, fail](absl::StatusOr<internal::RedisReply> reply) {
+      [shared, fail,
+       counters = counters_](absl::StatusOr<internal::RedisReply> reply) {
         if (!reply.ok()) {
           (*shared)(fail(reply.status(), false));
           return;
@@ -298,6 +350,7 @@ void DirectLimiter::Submit(std::string_view key, int64_t cost,
         r.decision = internal::ToDecision(*result, DecisionSource::kDirect);
         r.granted = result->granted > 0;
         r.wait_ns = r.granted ? result->wait_us * 1000 : 0;
+        counters->Count(r.decision);
         (*shared)(r);
       },
       timeout, options_.start_empty);

@@ -18,7 +18,8 @@ int64_t InitialCredit(const LeaseOptions& options, int64_t burst) {
 }  // namespace
 
 LeaseBook::LeaseBook(const LimitSpec& spec, const LeaseOptions& options,
-                     std::string instance_id, uint64_t seed)
+                     std::string instance_id, uint64_t seed,
+                     double near_limit_fraction)
     : options_(options),
       instance_id_(std::move(instance_id)),
       sizing_(ComputeSizing(spec, options)),
@@ -29,6 +30,9 @@ LeaseBook::LeaseBook(const LimitSpec& spec, const LeaseOptions& options,
       credit_refill_ns_(FullRefillNanos(spec) > INT64_MAX / 2
                             ? INT64_MAX
                             : 2 * FullRefillNanos(spec)),
+      // The small tolerance keeps (1 - 0.9) x 100 at 10, not 9.
+      near_limit_remaining_(static_cast<int64_t>(
+          (1.0 - near_limit_fraction) * static_cast<double>(burst_) + 1e-6)),
       rng_(seed),
       spares_(sizeof(LeaseEntry), alignof(LeaseEntry),
               static_cast<size_t>(std::max(options.spare_entries, 0))) {}
@@ -135,6 +139,7 @@ void LeaseBook::ApplyLease(LeaseEntry* e, const BatchItem& item,
     e->flags.fetch_and(~kRedisFailed, std::memory_order_acq_rel);
     rec.last_remaining = res->remaining;
     rec.remaining_known = true;
+    NoteRemaining(e, res->remaining);
     SetCredit(e, res->remaining, /*known=*/true);
     // acq_rel: clears the mark a decision set when it ran dry.
     const bool ran_dry =
@@ -171,6 +176,7 @@ void LeaseBook::ApplyGrant(LeaseEntry* e, const AcquireResult& res,
   ScheduleExpiry(e);
   rec.last_active_ns = now;
   counters_.tokens_granted.fetch_add(res.granted, std::memory_order_relaxed);
+  counters_.leases_granted.fetch_add(1, std::memory_order_relaxed);
   // relaxed: a threshold; a stale value only shifts one refill.
   e->low_water.store(
       std::max<int64_t>(
@@ -204,6 +210,21 @@ void LeaseBook::ApplyRefusal(LeaseEntry* e, const AcquireResult& res,
   wait += static_cast<int64_t>(
       std::uniform_real_distribution<double>(0, 0.25)(rng_) * wait);
   CacheDenial(e, now + std::max<int64_t>(wait, 1));
+}
+
+void LeaseBook::NoteRemaining(LeaseEntry* e, int64_t remaining) {
+  const bool near = remaining <= near_limit_remaining_;
+  // relaxed load: only this thread writes kNearLimit; acq_rel on the
+  // change, as every flag change (the other bits are shared).
+  if (near == static_cast<bool>(e->flags.load(std::memory_order_relaxed) &
+                                kNearLimit)) {
+    return;
+  }
+  if (near) {
+    e->flags.fetch_or(kNearLimit, std::memory_order_acq_rel);
+  } else {
+    e->flags.fetch_and(~kNearLimit, std::memory_order_acq_rel);
+  }
 }
 
 void LeaseBook::CacheDenial(LeaseEntry* e, int64_t until_ns) {
@@ -342,6 +363,7 @@ void LeaseBook::ApplyCharge(const LeaseCall& call,
     e->record.charge_error_streak = 0;
     e->record.last_remaining = r->remaining;
     e->record.remaining_known = true;
+    NoteRemaining(e, r->remaining);
     SetCredit(e, r->remaining, /*known=*/true);
     return;
   }
@@ -393,7 +415,8 @@ void LeaseBook::ApplyRelease(const LeaseCall& call,
   }
 }
 
-bool LeaseBook::ReturnLease(LeaseEntry* e, int64_t now, LeaseCalls* out) {
+bool LeaseBook::EndLease(LeaseEntry* e, int64_t now, LeaseCalls* out,
+                         bool expired) {
   LeaseRecord& rec = e->record;
   if (e->Uncharged() > 0) Charge(e, out);
   // Takes the balance only when it is not negative: a negative balance is a
@@ -415,6 +438,15 @@ bool LeaseBook::ReturnLease(LeaseEntry* e, int64_t now, LeaseCalls* out) {
     return rec.expires_at_ns == 0;
   }
   if (rec.expires_at_ns == 0 && left == 0) return true;
+  if (rec.expires_at_ns != 0) {  // a lease ends (not a stray add-back)
+    if (expired) {
+      counters_.leases_expired.fetch_add(1, std::memory_order_relaxed);
+      counters_.tokens_expired.fetch_add(static_cast<uint64_t>(left),
+                                         std::memory_order_relaxed);
+    } else {
+      counters_.leases_returned.fetch_add(1, std::memory_order_relaxed);
+    }
+  }
   const double unused =
       rec.lease_granted > 0 ? static_cast<double>(left) / rec.lease_granted : 0;
   rec.lease_size = AdaptTarget(sizing_, std::max<int64_t>(rec.lease_size, 1),
@@ -481,7 +513,7 @@ void LeaseBook::Expire(int64_t now, LeaseCalls* out,
     --rec.heap_refs;
     if (x.lease_seq == rec.lease_seq && rec.expires_at_ns != 0 &&
         rec.expires_at_ns <= now) {
-      ReturnLease(x.entry, now, out);
+      EndLease(x.entry, now, out, /*expired=*/true);
     }
   }
   // Cached refusals that are over: the key may ask again.
@@ -580,6 +612,10 @@ LeaseStats LeaseBook::stats() const {
   s.charges = counters_.charges.load(std::memory_order_relaxed);
   s.tokens_charged = counters_.tokens_charged.load(std::memory_order_relaxed);
   s.redis_errors = counters_.redis_errors.load(std::memory_order_relaxed);
+  s.leases_granted = counters_.leases_granted.load(std::memory_order_relaxed);
+  s.leases_expired = counters_.leases_expired.load(std::memory_order_relaxed);
+  s.tokens_expired = counters_.tokens_expired.load(std::memory_order_relaxed);
+  s.leases_returned = counters_.leases_returned.load(std::memory_order_relaxed);
   s.spare_misses = static_cast<uint64_t>(spares_.misses());
   return s;
 }

@@ -66,9 +66,12 @@ class LeaseBook {
  public:
   // `spec` must satisfy ValidateScriptSpec and `options` Validate();
   // `instance_id` makes lease ids unique across instances; `seed` seeds
-  // the retry jitter (fixed in tests).
+  // the retry jitter (fixed in tests). A key whose last reply said at most
+  // (1 - near_limit_fraction) x burst is left is flagged kNearLimit
+  // (LeasedLimiterOptions::near_limit_fraction).
   LeaseBook(const LimitSpec& spec, const LeaseOptions& options,
-            std::string instance_id, uint64_t seed);
+            std::string instance_id, uint64_t seed,
+            double near_limit_fraction = 0.9);
 
   // The local credit a new key starts with: max(1, floor(local_share x
   // burst)) under ColdKeyPolicy::kLocalShare, else 0.
@@ -140,7 +143,10 @@ class LeaseBook {
   // the unused tokens of its leases. False if the balance
   // was negative while a lease was active (a decision's add-back is on its
   // way): the return is retried on the next step (also through the expiry).
-  bool ReturnLease(LeaseEntry* e, int64_t now, LeaseCalls* out);
+  // A lease so ended counts as returned (LeaseStats::leases_returned).
+  bool ReturnLease(LeaseEntry* e, int64_t now, LeaseCalls* out) {
+    return EndLease(e, now, out, /*expired=*/false);
+  }
   // Every lease was returned at `now`: grants asked for before it are
   // given back as soon as they arrive.
   void ReturnedAll(int64_t now) { returned_all_at_ns_ = now; }
@@ -169,7 +175,8 @@ class LeaseBook {
   int64_t coarse_now_ns() const {
     return coarse_now_ns_.load(std::memory_order_relaxed);  // relaxed: a hint
   }
-  // Any thread: counters (keys and redis are left for the caller).
+  // Any thread: counters (keys, gauges, decisions and redis are left for
+  // the caller).
   LeaseStats stats() const;
 
   const LeaseSizing& sizing() const { return sizing_; }
@@ -201,6 +208,11 @@ class LeaseBook {
   }
   void Release(LeaseEntry* e, const std::string& lease_id,
                int64_t granted_at_us, int64_t amount, LeaseCalls* out);
+  // ReturnLease; `expired`: the lease reached its lifetime (counted as
+  // expired, with its unspent tokens), else it is returned early.
+  bool EndLease(LeaseEntry* e, int64_t now, LeaseCalls* out, bool expired);
+  // Redis said `remaining` is left for `e`: sets or clears kNearLimit.
+  void NoteRemaining(LeaseEntry* e, int64_t remaining);
   void ScheduleExpiry(LeaseEntry* e);
   void CacheDenial(LeaseEntry* e, int64_t until_ns);
   // What Redis last said is left (`remaining`, if `known`; negative in
@@ -225,6 +237,8 @@ class LeaseBook {
   // activity (twice FullRefillNanos): a key evicted and created anew starts
   // with A, which must not come sooner than Redis would give it back.
   const int64_t credit_refill_ns_;
+  // kNearLimit when what Redis said is left is at most this.
+  const int64_t near_limit_remaining_;
 
   std::priority_queue<Expiry, std::vector<Expiry>, std::greater<>> expiry_;
   std::vector<LeaseEntry*> denied_;        // keys with a cached refusal
@@ -244,7 +258,8 @@ class LeaseBook {
   struct Counters {
     std::atomic<uint64_t> lease_requests{0}, tokens_granted{0},
         tokens_returned{0}, denied_by_redis{0}, charges{0}, tokens_charged{0},
-        redis_errors{0};
+        redis_errors{0}, leases_granted{0}, leases_expired{0},
+        tokens_expired{0}, leases_returned{0};
   };
   Counters counters_;
   SpareBlocks spares_;  // blocks for NewEntry

@@ -32,6 +32,11 @@ inline constexpr uint32_t kRetired = 64;       // removed from the registry: no
 inline constexpr uint32_t kRedisFailed = 128;  // the last lease request
                                                // failed: Redis cannot decide
                                                // for this key (FailureMode)
+inline constexpr uint32_t kNearLimit = 256;    // Redis's last reply said at
+                                               // most (1 - near_limit_
+                                               // fraction) x burst is left
+                                               // (a metric; never blocks
+                                               // eviction)
 
 // The lease book's record of one key (LeaseBook; reconciler thread only).
 struct LeaseRecord {

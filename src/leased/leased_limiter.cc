@@ -18,6 +18,7 @@
 #include "base/absl_view.h"
 #include "core/local_fallback.h"
 #include "core/options_checks.h"
+#include "leased/decision_counts.h"
 #include "leased/failure_mode.h"
 #include "leased/lease_book.h"
 #include "leased/lease_entry.h"
@@ -34,6 +35,7 @@ namespace tokenlease {
 
 using internal::kDenied;
 using internal::kHasLease;
+using internal::kNearLimit;
 using internal::kRanDry;
 using internal::kRedisFailed;
 using internal::kRefillQueued;
@@ -87,7 +89,9 @@ class LeasedLimiter::Impl final : public internal::LeaseRegistry::Owner {
         max_cost_(internal::FirstBandBurst(spec_)),
         max_key_bytes_(static_cast<size_t>(options_.max_key_bytes)),
         instance_id_(internal::RandomInstanceId()),
-        book_(spec_, options_.lease, instance_id_, std::random_device{}()),
+        count_base_(internal::AcquireDecisionCells()),
+        book_(spec_, options_.lease, instance_id_, std::random_device{}(),
+              options_.near_limit_fraction),
         registry_(this, options_.max_keys, options_.shards,
                   internal::LeaseRegistry::Growth::kRefusesWhenFull),
         credit_(book_.initial_credit()),
@@ -105,13 +109,41 @@ class LeasedLimiter::Impl final : public internal::LeaseRegistry::Owner {
         if (fallback_ != nullptr) fallback_->SetInstances(census_->count());
       });
     }
+    if (options_.stats_callback) {
+      const int64_t interval =
+          absl::ToInt64Nanoseconds(options_.stats_interval);
+      reconciler_.SetStepEndHook(
+          [this, interval,
+           due = clock_->NowNanos() + interval](int64_t now_ns) mutable {
+            // relaxed: a hint; a callback that still runs while the
+            // limiter is being destroyed finds every part alive (the
+            // reconciler stops first).
+            if (now_ns < due || closing_.load(std::memory_order_relaxed)) {
+              return;
+            }
+            // From now, not from `due`: a clock that jumped calls once.
+            due = now_ns + interval;
+            options_.stats_callback(stats());
+          });
+    }
     reconciler_.Start();
   }
 
   ~Impl() override {
+    closing_.store(true, std::memory_order_relaxed);  // relaxed: see above
     reconciler_.Stop(options_.lease.release_deadline);
     // After the reconciler's thread (the census's owner) ended.
     if (census_ != nullptr) census_->Leave();
+    internal::ReleaseDecisionCells(count_base_);
+  }
+
+  // The first of this limiter's decision-count cells.
+  uint32_t count_base() const { return count_base_; }
+  // Counts a decision returned by name or out of line (LeaseStats::
+  // decisions).
+  void Count(const Decision& d) const {
+    internal::CountDecision(
+        internal::DecisionCell(count_base_, d.allowed, d.source));
   }
 
   // LeaseRegistry::Owner. Entries are retired only by the reconciler
@@ -133,8 +165,10 @@ class LeasedLimiter::Impl final : public internal::LeaseRegistry::Owner {
     uint32_t f = e->flags.load(std::memory_order_relaxed);
     // seq_cst: one side of the store-load pair with a handle's pin (see
     // ShardedRegistry), and ordered against RequestRefill's fetch_or.
-    if (f != 0 || !e->flags.compare_exchange_strong(
-                      f, f | kRetired, std::memory_order_seq_cst)) {
+    // kNearLimit is a metric: it never keeps a key in memory.
+    if ((f & ~kNearLimit) != 0 ||
+        !e->flags.compare_exchange_strong(f, f | kRetired,
+                                          std::memory_order_seq_cst)) {
       return false;
     }
     // A decision still on this entry must not spend credit its successor
@@ -399,6 +433,7 @@ class LeasedLimiter::Impl final : public internal::LeaseRegistry::Owner {
     if (!d.allowed) [[unlikely]] {
       d = Shadow(d);
     }
+    Count(d);
     return d;
   }
 
@@ -452,8 +487,14 @@ class LeasedLimiter::Impl final : public internal::LeaseRegistry::Owner {
 
   LeaseStats stats() const {
     LeaseStats s = book_.stats();
+    s.decisions = internal::SumDecisionCells(count_base_);
     s.keys = static_cast<uint64_t>(registry_.size());
     s.batch_calls = reconciler_.batch_calls();
+    s.decisions_per_call = s.batch_calls == 0
+                               ? 0
+                               : static_cast<double>(s.decisions.Total()) /
+                                     static_cast<double>(s.batch_calls);
+    AddKeyGauges(&s);
     s.redis = connection_->stats();
     // relaxed: statistics.
     s.fail_closed_denied =
@@ -465,13 +506,39 @@ class LeasedLimiter::Impl final : public internal::LeaseRegistry::Owner {
     s.fail_local_denied =
         counters_.fail_local_denied.load(std::memory_order_relaxed);
     s.shadow_denied = counters_.shadow_denied.load(std::memory_order_relaxed);
-    s.instances =
-        census_ != nullptr ? census_->count() : options_.fallback_instances;
+    // The count the share in force is of: the census's latest count
+    // reaches the share at the reconciler's next step.
+    s.instances = fallback_ != nullptr ? fallback_->instances()
+                  : census_ != nullptr ? census_->count()
+                                       : options_.fallback_instances;
     if (census_ != nullptr) {
       s.announcements = census_->answered();
       s.announce_failures = census_->failed();
     }
     return s;
+  }
+
+  // The gauges summed over the keys in memory (LeaseStats).
+  void AddKeyGauges(LeaseStats* s) const {
+    // const_cast: ForEach only reads the registry (an epoch-guarded walk).
+    const_cast<internal::LeaseRegistry&>(registry_).ForEach([s](LeaseEntry* e) {
+      // relaxed: a monitoring snapshot of counts that decisions change
+      // meanwhile; a negative balance is a failed subtraction about to
+      // be undone, and holds nothing.
+      s->held_tokens +=
+          std::max<int64_t>(0, e->balance.load(std::memory_order_relaxed));
+      s->credit_tokens +=
+          std::max<int64_t>(0, e->local_share.load(std::memory_order_relaxed));
+      s->uncharged_tokens += std::max<int64_t>(0, e->Uncharged());
+      // relaxed: a snapshot of the flags (a metric, nothing read
+      // through it).
+      const uint32_t f = e->flags.load(std::memory_order_relaxed);
+      if ((f & kNearLimit) && (f & (kHasLease | kDenied))) {
+        ++s->near_limit_keys;
+      }
+    });
+    s->overshoot_tokens =
+        s->held_tokens + s->credit_tokens + s->uncharged_tokens;
   }
 
   absl::Status ReturnAll(absl::Duration timeout) {
@@ -493,6 +560,12 @@ class LeasedLimiter::Impl final : public internal::LeaseRegistry::Owner {
   // options_.max_key_bytes, beside what the decision path reads.
   const size_t max_key_bytes_;
   const std::string instance_id_;  // unique per limiter instance
+  // This limiter's decision-count cells (src/leased/decision_counts.h),
+  // released after the reconciler stopped.
+  const uint32_t count_base_;
+  // Set when destruction begins: no stats callback from then on. Relaxed
+  // (store and load): a hint, see the callback.
+  std::atomic<bool> closing_{false};
   // Destroyed in reverse: the reconciler (stopped first) before the
   // registry and the book it uses.
   internal::LeaseBook book_;
@@ -610,43 +683,73 @@ absl::StatusOr<std::unique_ptr<LeasedLimiter>> LeasedLimiter::Create(
 }
 
 LeasedLimiter::LeasedLimiter(std::unique_ptr<Impl> impl)
-    : impl_(std::move(impl)) {}
+    : impl_(std::move(impl)), count_base_(impl_->count_base()) {}
 LeasedLimiter::~LeasedLimiter() = default;
 
 Decision LeasedLimiter::TryAcquire(std::string_view key, int64_t cost) {
   return impl_->TryAcquire(key, cost);
 }
 
+template <bool kCount>
 Decision LeasedLimiter::AfterSubtract(const LeaseHandle& handle, int64_t cost,
                                       int64_t old) {
   LeaseEntry* e = static_cast<LeaseEntry*>(handle.entry_);
+  // One named result on every path, counted before it returns: the
+  // caller's return slot, with no copy (see Impl::TryAcquire).
+  Decision d;
   if (old >= cost) {
     // Admitted, and below the low-water mark: ask for the refill now.
     impl_->RequestRefill(e);
-    return internal::LeaseAdmitted(old - cost);
+    d = internal::LeaseAdmitted(old - cost);
+  } else {
+    // relaxed: undoes this call's own subtraction (a count).
+    e->balance.fetch_add(cost, std::memory_order_relaxed);
+    // relaxed: a hint (see TryAcquire); written only when it changes, so a
+    // handle shared by threads is not written on every denial.
+    if (!handle.expect_refusal_.load(std::memory_order_relaxed)) {
+      handle.expect_refusal_.store(true, std::memory_order_relaxed);
+    }
+    d = impl_->Shadow(impl_->Slow(e, cost, /*may_wait=*/true));
   }
-  // relaxed: undoes this call's own subtraction (a count).
-  e->balance.fetch_add(cost, std::memory_order_relaxed);
-  // relaxed: a hint (see TryAcquire); written only when it changes, so a
-  // handle shared by threads is not written on every denial.
-  if (!handle.expect_refusal_.load(std::memory_order_relaxed)) {
-    handle.expect_refusal_.store(true, std::memory_order_relaxed);
+  if constexpr (kCount) {
+    internal::CountDecision(
+        internal::DecisionCell(count_base_, d.allowed, d.source));
   }
-  return impl_->Shadow(impl_->Slow(e, cost, /*may_wait=*/true));
+  return d;
 }
 
+template <bool kCount>
 Decision LeasedLimiter::SlowAcquire(const LeaseHandle& handle, int64_t cost) {
-  if (handle.entry_ == nullptr) return InvalidArgumentDecision();
-  LeaseEntry* e = static_cast<LeaseEntry*>(handle.entry_);
-  // Reached with an out-of-range cost, or when the handle expects a
-  // refusal: Decide reads the balance before it subtracts, so denials
-  // leave the balance's cache line shared. Enough tokens clear the mark.
-  if (cost > 0 && cost <= handle.max_cost_ &&
-      e->balance.load(std::memory_order_relaxed) >= cost) {
-    handle.expect_refusal_.store(false, std::memory_order_relaxed);
+  Decision d;  // one named result, as in AfterSubtract
+  if (handle.entry_ == nullptr) {
+    d = InvalidArgumentDecision();
+  } else {
+    LeaseEntry* e = static_cast<LeaseEntry*>(handle.entry_);
+    // Reached with an out-of-range cost, or when the handle expects a
+    // refusal: Decide reads the balance before it subtracts, so denials
+    // leave the balance's cache line shared. Enough tokens clear the mark.
+    if (cost > 0 && cost <= handle.max_cost_ &&
+        e->balance.load(std::memory_order_relaxed) >= cost) {
+      handle.expect_refusal_.store(false, std::memory_order_relaxed);
+    }
+    d = impl_->Shadow(impl_->Decide(e, cost));
   }
-  return impl_->Shadow(impl_->Decide(e, cost));
+  if constexpr (kCount) {
+    internal::CountDecision(
+        internal::DecisionCell(count_base_, d.allowed, d.source));
+  }
+  return d;
 }
+
+// The two variants of the out-of-line halves (leased.h: counted, and for
+// benchmarks uncounted).
+template Decision LeasedLimiter::AfterSubtract<true>(const LeaseHandle&,
+                                                     int64_t, int64_t);
+template Decision LeasedLimiter::AfterSubtract<false>(const LeaseHandle&,
+                                                      int64_t, int64_t);
+template Decision LeasedLimiter::SlowAcquire<true>(const LeaseHandle&, int64_t);
+template Decision LeasedLimiter::SlowAcquire<false>(const LeaseHandle&,
+                                                    int64_t);
 
 absl::StatusOr<LeaseHandle> LeasedLimiter::Resolve(std::string_view key) {
   absl::StatusOr<LeaseEntry*> e = impl_->Pin(key);

@@ -52,6 +52,11 @@ absl::Status LeasedLimiterOptions::Validate() const {
                                         instance_group),
       internal::CheckDuration("LeasedLimiterOptions.announce_ttl", announce_ttl,
                               absl::Milliseconds(100), absl::Minutes(10)),
+      internal::CheckFraction("LeasedLimiterOptions.near_limit_fraction",
+                              near_limit_fraction, 0, 1, /*open_low=*/true),
+      internal::CheckDuration("LeasedLimiterOptions.stats_interval",
+                              stats_interval, absl::Milliseconds(1),
+                              absl::Hours(1)),
       lease.Validate(),
       connection == nullptr ? redis.Validate() : absl::OkStatus(),
   });

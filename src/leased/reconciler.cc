@@ -220,8 +220,11 @@ void Reconciler::Step() {
     return_all_ = false;
   }
   const bool idle = Idle();
-  std::lock_guard<std::mutex> lock(mu_);
-  if (idle) idle_after_step_ = steps_started_;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (idle) idle_after_step_ = steps_started_;
+  }
+  if (step_end_hook_) step_end_hook_(now);
 }
 
 bool Reconciler::Idle() {

@@ -56,6 +56,12 @@ class Reconciler {
   void SetStepHook(absl::AnyInvocable<void(int64_t now_ns)> hook) {
     step_hook_ = std::move(hook);
   }
+  // Runs `hook` on the reconciler's thread at the end of every step, after
+  // the step's calls have left, with the step's time (the stats callback).
+  // Before Start() only.
+  void SetStepEndHook(absl::AnyInvocable<void(int64_t now_ns)> hook) {
+    step_end_hook_ = std::move(hook);
+  }
   void Start();
   // Returns every lease and charges every unleased admission, waits for
   // Redis (up to `timeout`), then stops the thread.
@@ -244,7 +250,8 @@ class Reconciler {
   // replies were applied and their follow-ups counted, so a ReturnAll
   // waiter that loads 0 with acquire sees every reply's effects.
   std::atomic<int64_t> outstanding_{0};
-  absl::AnyInvocable<void(int64_t now_ns)> step_hook_;  // may be empty
+  absl::AnyInvocable<void(int64_t now_ns)> step_hook_;      // may be empty
+  absl::AnyInvocable<void(int64_t now_ns)> step_end_hook_;  // may be empty
   std::thread thread_;
 };
 

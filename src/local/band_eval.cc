@@ -83,4 +83,18 @@ CellValue ConvertGcraCell(const CompiledBand& from, const CompiledBand& to,
   return MakeGcraCell(to, now_ns, static_cast<int64_t>(converted));
 }
 
+CellValue ConvertGcraCellOfUnknownGeneration(const CompiledBand& to,
+                                             CellValue cell, int64_t now_ns) {
+  // The fraction is in units of the old band's 1/l ns, which is unknown,
+  // but it is below one ns whatever l was.
+  const int64_t frac = cell.b & kFracMask;
+  if (cell.a < now_ns || (cell.a == now_ns && frac == 0)) {
+    return InitialCell(to, now_ns);  // no debt under any spec
+  }
+  // A fraction means l >= 2, so cell.a <= 2^62 + 2^62 / 2 (times and
+  // scaled debts are clamped to 2^62): + 1 cannot overflow.
+  return CellValue{cell.a + (frac != 0 ? 1 : 0),
+                   static_cast<int64_t>(to.generation) << kGenShift};
+}
+
 }  // namespace tokenlease::internal

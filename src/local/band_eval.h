@@ -64,6 +64,18 @@ bool CellIsIdle(const CompiledBand& band, CellValue cell, int64_t now_ns);
 CellValue ConvertGcraCell(const CompiledBand& from, const CompiledBand& to,
                           CellValue cell, int64_t now_ns);
 
+// Re-expresses in the units of `to` a GCRA cell written under a generation
+// whose band is no longer known (it left the Limiter's window of retained
+// generations). Keeps the theoretical arrival time, rounded up to a whole
+// ns when the cell carries a fraction of one: the key's bucket is full
+// again at the same time, or 1 ns later, never earlier, and holds no more
+// than a new key's. Unlike ConvertGcraCell this keeps the time debt rather
+// than the consumed tokens: after a rate decrease the key owes fewer tokens
+// than ConvertGcraCell would have charged (docs/design.md, "Spec
+// generations"). A TAT before `now_ns` gives a full bucket (InitialCell).
+CellValue ConvertGcraCellOfUnknownGeneration(const CompiledBand& to,
+                                             CellValue cell, int64_t now_ns);
+
 // The generation a GCRA cell was written under (the top 24 bits of b).
 inline uint32_t GcraCellGeneration(CellValue cell) {
   return static_cast<uint32_t>(static_cast<uint64_t>(cell.b) >> 40);

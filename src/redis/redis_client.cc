@@ -118,6 +118,9 @@ class RedisClient::Loop {
            grace_timer_ && finish_;
   }
   event* wake_event() const { return wake_; }
+  // For timers of other threads (Every): libevent's locking is on
+  // (EnableLibeventThreads), so they may add and delete events on it.
+  event_base* base() const { return base_; }
 
   void Run() {
     // A quarter of down_after (1 to 50 ms): a stall is noticed within
@@ -240,7 +243,7 @@ class RedisClient::Loop {
       if (r != nullptr) {
         // relaxed: statistics.
         client_->counters_.late_replies.fetch_add(1, std::memory_order_relaxed);
-        NoteReply(conn, cmd);
+        NoteReply(conn, cmd, RecordRoundTrip(cmd));
       }
       delete cmd;
       return;
@@ -255,7 +258,7 @@ class RedisClient::Loop {
       return;
     }
     client_->counters_.replies.fetch_add(1, std::memory_order_relaxed);
-    NoteReply(conn, cmd);
+    NoteReply(conn, cmd, RecordRoundTrip(cmd));
     RedisReply reply = CopyReply(r);
     if (cmd->is_script && !cmd->sent_as_eval &&
         reply.ErrorStartsWith("NOSCRIPT") && !conn->hiredis_done) {
@@ -270,13 +273,31 @@ class RedisClient::Loop {
     Finish(cmd, std::move(reply));
   }
 
-  // A sign of life: feeds the health monitor, and publishes a recovery at
-  // once (limiters resume leasing without waiting for the periodic check).
-  void NoteReply(Connection* conn, Command* cmd) {
+  // A sign of life (`now`: when the reply came): feeds the health monitor,
+  // and publishes a recovery at once (limiters resume leasing without
+  // waiting for the periodic check).
+  void NoteReply(Connection* conn, Command* cmd, int64_t now) {
     if (conn != current_) return;
-    const int64_t now = SteadyNowNs();
     health_.OnReply(now, now - cmd->sent_ns);
     if (client_->health() != RedisHealth::kHealthy) UpdateHealth(now);
+  }
+
+  // Adds the round trip of `cmd`, whose reply came now, to the histogram
+  // (RedisStats::round_trip); returns now.
+  int64_t RecordRoundTrip(const Command* cmd) {
+    const int64_t now = SteadyNowNs();
+    const int64_t ns = std::max<int64_t>(0, now - cmd->sent_ns);
+    RoundTripCounters& h = client_->round_trip_;
+    // Relaxed load and store, not fetch_add: only this thread writes the
+    // histogram (a single writer needs no locked instruction), and stats()
+    // reads each cell with a relaxed load (a statistic publishes nothing).
+    std::atomic<uint64_t>& bucket = h.buckets[LatencyHistogram::BucketOf(ns)];
+    bucket.store(bucket.load(std::memory_order_relaxed) + 1,
+                 std::memory_order_relaxed);
+    h.sum_ns.store(
+        h.sum_ns.load(std::memory_order_relaxed) + static_cast<uint64_t>(ns),
+        std::memory_order_relaxed);
+    return now;
   }
 
   void CountFlush() {
@@ -366,7 +387,9 @@ class RedisClient::Loop {
     // relaxed: a hint for limiters (RedisClient::health).
     client_->health_.store(static_cast<uint8_t>(v.health),
                            std::memory_order_relaxed);
-    if (v.health == RedisHealth::kDegraded) {
+    if (v.health == RedisHealth::kHealthy) {
+      client_->counters_.healthy.fetch_add(1, std::memory_order_relaxed);
+    } else if (v.health == RedisHealth::kDegraded) {
       client_->counters_.degraded.fetch_add(1, std::memory_order_relaxed);
     } else if (v.health == RedisHealth::kDown) {
       client_->counters_.down.fetch_add(1, std::memory_order_relaxed);
@@ -854,6 +877,35 @@ void RedisClient::Wake() {
   }
 }
 
+void RedisClient::Periodic::Run(int, short, void* arg) {
+  static_cast<Periodic*>(arg)->task_();
+}
+
+RedisClient::Periodic::~Periodic() {
+  if (ev_ == nullptr) return;  // never added (Every failed)
+  // event_del from another thread waits for a run in progress to end
+  // (libevent's EVENT_DEL_AUTOBLOCK, with thread support on): after it, the
+  // task neither runs nor will run.
+  event_del(ev_);
+  event_free(ev_);
+}
+
+absl::StatusOr<std::unique_ptr<RedisClient::Periodic>> RedisClient::Every(
+    absl::Duration interval, absl::AnyInvocable<void()> task) {
+  std::unique_ptr<Periodic> p(new Periodic(std::move(task)));
+  p->ev_ = event_new(loop_->base(), -1, EV_PERSIST, &Periodic::Run, p.get());
+  if (p->ev_ == nullptr) {
+    return absl::InternalError("libevent: cannot create a timer");
+  }
+  const timeval tv = ToTimeval(absl::ToInt64Nanoseconds(interval));
+  if (event_add(p->ev_, &tv) != 0) {
+    event_free(p->ev_);
+    p->ev_ = nullptr;
+    return absl::InternalError("libevent: cannot add a timer");
+  }
+  return p;
+}
+
 RedisStats RedisClient::stats() const {
   RedisStats s;
   // relaxed: statistics.
@@ -867,11 +919,19 @@ RedisStats RedisClient::stats() const {
   s.flushes = counters_.flushes.load(std::memory_order_relaxed);
   s.late_replies = counters_.late_replies.load(std::memory_order_relaxed);
   s.resets = counters_.resets.load(std::memory_order_relaxed);
+  s.healthy = counters_.healthy.load(std::memory_order_relaxed);
   s.degraded = counters_.degraded.load(std::memory_order_relaxed);
   s.down = counters_.down.load(std::memory_order_relaxed);
   s.data_losses = counters_.data_losses.load(std::memory_order_relaxed);
   s.state_since_us = state_since_us_.load(std::memory_order_relaxed);
   s.health = health();
+  // relaxed: statistics (see RecordRoundTrip). Read after the counters, so
+  // a reply counted above is in the histogram too.
+  for (int i = 0; i <= LatencyHistogram::kBuckets; ++i) {
+    s.round_trip.buckets[i] =
+        round_trip_.buckets[i].load(std::memory_order_relaxed);
+  }
+  s.round_trip.sum_nanos = round_trip_.sum_ns.load(std::memory_order_relaxed);
   return s;
 }
 

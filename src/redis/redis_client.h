@@ -2,8 +2,10 @@
 // (the public RedisConnection): the client thread below, the endpoint (a
 // URL parsed once, host resolved off the loop), owned copies of replies,
 // the encoding of the Lua scripts' calls and their replies
-// (script_call.h), and the embedded scripts (scripts.h). It knows nothing
-// of leases or decisions beyond the scripts' reply shapes.
+// (script_call.h), and the embedded scripts (scripts.h); and the
+// Prometheus text writer both shared modes export their metrics with
+// (prometheus_text.h). It knows nothing of leases or decisions beyond the
+// scripts' reply shapes and the public stats types.
 //
 // The Redis client thread: a libevent loop owning async hiredis contexts.
 //
@@ -111,6 +113,31 @@ class RedisClient {
     int queued_ = 0;
   };
 
+  // A task run on the client thread every `interval` (RedisClient::Every)
+  // until this object is destroyed. Destruction waits for a run in
+  // progress on the client thread to end, so it must not happen inside the
+  // task itself; it must happen before the client's destruction.
+  class Periodic {
+   public:
+    ~Periodic();
+    Periodic(const Periodic&) = delete;
+    Periodic& operator=(const Periodic&) = delete;
+
+   private:
+    friend class RedisClient;
+    explicit Periodic(absl::AnyInvocable<void()> task)
+        : task_(std::move(task)) {}
+    static void Run(int, short, void* arg);
+    absl::AnyInvocable<void()> task_;
+    event* ev_ = nullptr;
+  };
+  // Runs `task` on the client thread every `interval` (> 0; at least 1 ms
+  // is sensible) from now on, until the returned object is destroyed. The
+  // task must be quick and must not block, as every callback of the client
+  // thread. Internal if the timer cannot be made.
+  absl::StatusOr<std::unique_ptr<Periodic>> Every(
+      absl::Duration interval, absl::AnyInvocable<void()> task);
+
   RedisStats stats() const;
   bool connected() const {
     // relaxed: a monitoring hint only.
@@ -150,11 +177,21 @@ class RedisClient {
   // kDegraded until the first connect attempt ends (HealthMonitor).
   std::atomic<uint8_t> health_{static_cast<uint8_t>(RedisHealth::kDegraded)};
 
+  // relaxed, every counter (fetch_add from any thread, loads in stats()):
+  // statistics, through which nothing is published.
   struct Counters {
     std::atomic<uint64_t> commands_sent{0}, replies{0}, timeouts{0},
         connects{0}, connect_failures{0}, script_reloads{0}, flushes{0},
-        late_replies{0}, resets{0}, degraded{0}, down{0}, data_losses{0};
+        late_replies{0}, resets{0}, healthy{0}, degraded{0}, down{0},
+        data_losses{0};
   };
+  // RedisStats::round_trip, written by the client thread only (relaxed
+  // load and store: one writer; readers' relaxed loads see each cell whole).
+  struct RoundTripCounters {
+    std::atomic<uint64_t> buckets[LatencyHistogram::kBuckets + 1] = {};
+    std::atomic<uint64_t> sum_ns{0};
+  };
+  RoundTripCounters round_trip_;
   // RedisStats::state_since_us (written by the client thread; relaxed: a
   // value on its own).
   std::atomic<int64_t> state_since_us_{-1};

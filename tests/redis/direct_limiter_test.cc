@@ -370,6 +370,33 @@ TEST_F(DirectLimiterTest, AWrongTypeKeyIsDecidedByTheFailureMode) {
   EXPECT_EQ(d->source, DecisionSource::kFallback);
 }
 
+// Two services with different specs for one limit name (the spec stamp,
+// docs/operations.md): another rate shares what was consumed; another
+// algorithm is an error naming the key, with nothing written.
+TEST_F(DirectLimiterTest, LimitersWithDifferentSpecsForOneName) {
+  auto ten = Make(LimitSpec::TokenBucket(10, absl::Hours(1)));
+  auto twenty = Make(LimitSpec::TokenBucket(20, absl::Hours(1)));
+  auto window = Make(LimitSpec::FixedWindow(20, absl::Hours(1)));
+  ASSERT_TRUE(ten && twenty && window);
+  absl::StatusOr<Decision> d = ten->TryAcquire("n", 10);
+  ASSERT_TRUE(d.ok() && d->allowed) << d.status();
+  d = twenty->TryAcquire("n", 11);  // 10 of its 20 consumed
+  ASSERT_TRUE(d.ok()) << d.status();
+  EXPECT_FALSE(d->allowed);
+  d = twenty->TryAcquire("n", 10);
+  ASSERT_TRUE(d.ok()) << d.status();
+  EXPECT_TRUE(d->allowed);
+  const std::string key = absl::StrCat("{", prefix(), "n}:b0");
+  const std::string state = client().Run({"GET", key}).str;
+  d = window->TryAcquire("n");
+  ASSERT_FALSE(d.ok());
+  EXPECT_EQ(d.status().code(), absl::StatusCode::kInternal) << d.status();
+  EXPECT_THAT(d.status().message(),
+              HasSubstr(absl::StrCat("key '", key,
+                                     "' holds the state of another spec")));
+  EXPECT_EQ(client().Run({"GET", key}).str, state);
+}
+
 TEST(DirectOptionsTest, FailureModeOptionsAreValidated) {
   DirectLimiterOptions options;
   options.failure_mode = FailureMode::kFailLocal;

@@ -398,7 +398,8 @@ TEST_F(LuaScriptTest, SeedStepwiseRefillKeepsTheUnelapsedRemainder) {
   EXPECT_EQ(r.granted, 5);
   EXPECT_EQ(r.reset_after_us, kSec);
   EXPECT_EQ(Run({"GET", "{t:seed:step}:b0"}).str,
-            "0 " + std::to_string(start));  // tokens, step anchor
+            "0 " + std::to_string(start) +
+                " s5/1000000/5");  // tokens, step anchor, stamp
   r = Acquire(spec, "seed:step", At(start + 999999, 1, 1));
   EXPECT_EQ(r.granted, 0);
   EXPECT_EQ(r.retry_after_us, 1);
@@ -487,7 +488,8 @@ TEST_F(LuaScriptTest, SeedOncePerDayAndThreeTimesPerSevenDays) {
   EXPECT_EQ(r.granted, 1);
   EXPECT_EQ(r.remaining, 0);  // the daily band's
   EXPECT_EQ(Run({"GET", "{t:sms:alice}:b0"}).str,
-            std::to_string(day0) + " 1");  // window start, count
+            std::to_string(day0) +
+                " 1 f86400000000/a57600000000");  // start, count, stamp
   EXPECT_EQ(Run({"ZRANGE", log_key, "0", "-1"}).elements.size(), 1u);
   // Same day: the daily band rejects, and the weekly band is not charged.
   r = Acquire(spec, "sms:alice", At(at(0, 20), 1, 1));
@@ -504,7 +506,8 @@ TEST_F(LuaScriptTest, SeedOncePerDayAndThreeTimesPerSevenDays) {
   EXPECT_EQ(r.granted, 0);
   EXPECT_EQ(r.retry_after_us, at(7, 0) - at(3, 12));  // day 0 leaves the log
   EXPECT_EQ(Run({"GET", "{t:sms:alice}:b0"}).str,
-            std::to_string(at(2, 0)) + " 1");  // still day 2's window
+            std::to_string(at(2, 0)) +
+                " 1 f86400000000/a57600000000");  // still day 2's window
   EXPECT_EQ(Acquire(spec, "sms:alice", At(at(6, 23), 1, 1)).granted, 0);
   OpensAt(spec, "sms:alice", at(7, 0));
   EXPECT_EQ(Acquire(spec, "sms:alice", At(at(7, 23), 1, 1)).granted, 0);

@@ -12,6 +12,7 @@
 #include <cerrno>
 #include <cstdint>
 #include <cstdio>
+#include <ctime>
 #include <memory>
 #include <optional>
 #include <string>
@@ -21,7 +22,9 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "demo/chart.h"
 #include "demo/flags.h"
 #include "demo/format.h"
 #include "demo/instance.h"
@@ -30,6 +33,7 @@
 #include "demo/redis_probe.h"
 #include "demo/redis_server.h"
 #include "demo/report.h"
+#include "demo/sizing.h"
 #include "demo/spawn.h"
 #include "demo/workload.h"
 #include "redis/endpoint.h"
@@ -113,12 +117,13 @@ absl::StatusOr<RedisSetup> SetUpRedis(DemoOptions& o) {
 
 class Parent {
  public:
-  // `server`: the private server (null for none), for --outage_at.
+  // `server`: the private server (null for none), for the outage.
   Parent(const DemoOptions& o, RedisProbe* probe, RedisServer* server)
       : o_(o),
         probe_(probe),
         prefix_(absl::StrCat("lh:", getpid(), ":", SteadyNs() % 1000000, ":")),
-        server_(server) {
+        server_(server),
+        live_(o, LiveView::StdoutIsTerminal()) {
     run_.windows = NumWindows(o);
     redis_.ok = probe != nullptr;
     redis_.mem_per_window.assign(run_.windows, -1);
@@ -152,8 +157,8 @@ class Parent {
         KillAll();
         return 1;
       }
-      if (o_.live && run_.interrupted_ns == 0) {
-        PrintLiveRows(o_, run_.reports, &next_live_w_);
+      if (o_.live && run_.interrupted_ns == 0 && run_.start_ns != 0) {
+        live_.Update(run_.reports, OutageState(), SteadyNs());
       }
     }
     return Finish();
@@ -163,8 +168,13 @@ class Parent {
   // The instances start with SIGINT blocked and ignore it before unblocking
   // it, so a Ctrl-C now cannot kill one before it can ignore it.
   absl::Status SpawnAll() {
-    const std::vector<std::string> args =
-        DemoFlagArgs({{"url", ""}, {"csv", ""}});  // the URL: environment
+    // The instances run the resolved options; the URL goes in the
+    // environment, and only the parent writes files.
+    std::vector<std::pair<std::string, std::string>> overrides =
+        ResolvedFlagValues(o_);
+    overrides.insert(overrides.end(),
+                     {{"url", ""}, {"csv", ""}, {"chart", ""}});
+    const std::vector<std::string> args = DemoFlagArgs(overrides);
     sigset_t sigint, old_mask;
     sigemptyset(&sigint);
     sigaddset(&sigint, SIGINT);
@@ -222,14 +232,13 @@ class Parent {
   // a run) by closing their control pipes.
   void RequestStop() {
     run_.interrupted_ns = SteadyNs();
-    if (run_.interrupted_ns < run_.start_ns) {  // the start time was sent
-      std::printf("\ninterrupted before the start: stopping the instances\n");
-    } else {
-      std::printf(
-          "\ninterrupted at t=%.1f s: stopping the instances\n",
-          static_cast<double>(run_.interrupted_ns - run_.start_ns) / 1e9);
-    }
-    std::fflush(stdout);
+    live_.Note(run_.interrupted_ns < run_.start_ns  // the start time was sent
+                   ? "\ninterrupted before the start: stopping the instances"
+                   : absl::StrFormat("\ninterrupted at t=%.1f s: stopping the "
+                                     "instances",
+                                     static_cast<double>(run_.interrupted_ns -
+                                                         run_.start_ns) /
+                                         1e9));
     for (ChildProcess& c : procs_) {
       if (c.ctl_fd >= 0) close(c.ctl_fd);
       c.ctl_fd = -1;
@@ -250,10 +259,7 @@ class Parent {
     for (const ChildProcess& c : procs_) {
       WriteAll(c.ctl_fd, EncodeStart(run_.start_ns));
     }
-    if (o_.live) {
-      std::printf("%s", LiveHeader(o_).c_str());
-      std::fflush(stdout);
-    }
+    if (o_.live) live_.Start(run_.start_ns);
   }
 
   bool TimedOut() const {
@@ -261,11 +267,11 @@ class Parent {
     return run_.start_ns == 0 ? now > ready_deadline_ : now > end_deadline_;
   }
 
-  // --outage_at: takes the private redis-server away at that time into
-  // the run (--outage_kind: SIGSTOP, or kill -9), and brings it back
+  // With an outage: takes the private redis-server away at --outage_at
+  // into the run (--outage_kind: SIGSTOP, or kill -9), and brings it back
   // (SIGCONT, or a restart, empty) --outage_seconds later.
   void DriveOutage() {
-    if (o_.outage_at <= 0 || server_ == nullptr || run_.start_ns == 0) return;
+    if (!o_.outage || server_ == nullptr || run_.start_ns == 0) return;
     const double t = static_cast<double>(SteadyNs() - run_.start_ns) / 1e9;
     if (outage_ == Outage::kBefore && t >= o_.outage_at) {
       if (o_.outage_kind == OutageKind::kKill) {
@@ -277,20 +283,51 @@ class Parent {
       }
       outage_ = Outage::kStopped;
       if (o_.live) {
-        std::printf("# t=%.2fs: redis-server %s\n", t,
-                    o_.outage_kind == OutageKind::kKill ? "killed (kill -9)"
-                                                        : "stopped (SIGSTOP)");
+        live_.Note(absl::StrFormat(
+            "  # %.2fs redis-server %s: %s decides until it is back", t,
+            o_.outage_kind == OutageKind::kKill ? "killed (kill -9)"
+                                                : "stopped (SIGSTOP)",
+            FailureModeName(o_.failure_mode)));
       }
-    } else if (outage_ == Outage::kStopped &&
-               t >= o_.outage_at + o_.outage_seconds) {
+    } else if (outage_ == Outage::kStopped && t >= o_.OutageEnd()) {
       EndOutage();
       if (o_.live) {
-        std::printf("# t=%.2fs: redis-server %s\n", t,
-                    o_.outage_kind == OutageKind::kKill ? "restarted, empty"
-                                                        : "resumed");
+        live_.Note(absl::StrFormat("  # %.2fs redis-server %s", t,
+                                   o_.outage_kind == OutageKind::kKill
+                                       ? "restarted, empty"
+                                       : "resumed (SIGCONT)"));
       }
     }
   }
+
+  // The outage as the footer shows it.
+  OutageNow OutageState() const {
+    if (!o_.outage || server_ == nullptr) return OutageNow::kNone;
+    switch (outage_) {
+      case Outage::kBefore:
+        return OutageNow::kBefore;
+      case Outage::kStopped:
+        return OutageNow::kOn;
+      case Outage::kOver:
+        break;
+    }
+    return OutageNow::kOver;
+  }
+
+  // How long a poll may wait: 50 ms, or less if the outage starts or ends
+  // sooner (so that it starts and ends on time, not up to 50 ms late).
+  int PollTimeoutMs() const {
+    int64_t wait_ns = 50'000'000;
+    if (o_.outage && server_ != nullptr && run_.start_ns != 0 &&
+        outage_ != Outage::kOver) {
+      const double at =
+          outage_ == Outage::kBefore ? o_.outage_at : o_.OutageEnd();
+      const int64_t due = run_.start_ns + static_cast<int64_t>(at * 1e9);
+      wait_ns = std::clamp<int64_t>(due - SteadyNs(), 0, wait_ns);
+    }
+    return static_cast<int>((wait_ns + 999'999) / 1'000'000);
+  }
+
   void EndOutage() {
     if (outage_ != Outage::kStopped) return;
     outage_ = Outage::kOver;
@@ -333,7 +370,7 @@ class Parent {
       fds.push_back(pollfd{procs_[i].data_fd, POLLIN, 0});
       who.push_back(i);
     }
-    if (poll(fds.data(), fds.size(), 50) < 0 && errno != EINTR) {
+    if (poll(fds.data(), fds.size(), PollTimeoutMs()) < 0 && errno != EINTR) {
       std::perror("poll");
       return false;
     }
@@ -395,8 +432,9 @@ class Parent {
     redis_.dbsize = probe_->Integer("DBSIZE");
   }
 
-  // Reaps the instances, then the CSV and the summary.
+  // Reaps the instances, then the CSV, the chart and the summary.
   int Finish() {
+    live_.Finish();
     EndOutage();
     for (ChildProcess& c : procs_) {
       const int status = Reap(c);
@@ -422,7 +460,23 @@ class Parent {
         std::fprintf(stderr, "%s\n", s.ToString().c_str());
       }
     }
-    std::printf("%s", Summary(o_, run_, totals, redis_).c_str());
+    std::string chart;
+    if (!o_.chart.empty()) {
+      if (absl::Status s = WriteChart(o_, run_, totals); !s.ok()) {
+        std::fprintf(stderr, "tokenlease demo: %s\n",
+                     std::string(s.message()).c_str());
+      } else {
+        chart = absl::StrCat(
+            "chart: ", o_.chart, " (SVG, open it in a browser: ",
+            o_.keys == KeyDist::kHot ? "the hot key's" : "the hottest key's",
+            " admitted rate per window, all instances and each, against the "
+            "limit",
+            o_.outage && o_.mode != Mode::kLocal ? ", the outage shaded" : "",
+            ")\n");
+      }
+    }
+    std::printf("%s%s", Summary(o_, run_, totals, redis_).c_str(),
+                chart.c_str());
     return 0;
   }
 
@@ -440,20 +494,19 @@ class Parent {
   const int64_t ready_deadline_ = SteadyNs() + kReadyTimeoutNs;
   int64_t end_deadline_ = 0;
   int64_t next_mem_w_ = 0;
-  int64_t next_live_w_ = 0;
+  LiveView live_;
 };
 
-// The parent process: server, banner, run, load average.
-int RunParent(DemoOptions o) {
+// The parent process: server, banner, run, load average. `choices` and
+// `note`: the banner's account of what was chosen and why (sizing.h), and
+// of an outage left out.
+int RunParent(DemoOptions o, const std::string& choices,
+              const std::string& note) {
   InstallSignalHandlers();
-  if (o.csv == kCsvAuto) o.csv = AutoCsvPath(o);
-  if (o.outage_at > 0 && (!o.url.empty() || o.mode == Mode::kLocal)) {
-    std::fprintf(stderr,
-                 "tokenlease demo: --outage_at stops the demo's private "
-                 "redis-server; it cannot be used with --url (or "
-                 "$TOKENLEASE_REDIS_URL) or --mode=local\n");
-    return 1;
-  }
+  // One time stamp names both files of the run.
+  const std::time_t now = std::time(nullptr);
+  if (o.csv == kAuto) o.csv = AutoPath(o, "csv", now);
+  if (o.chart == kAuto) o.chart = AutoPath(o, "svg", now);
   absl::StatusOr<RedisSetup> redis = SetUpRedis(o);
   if (!redis.ok()) {
     if (Interrupted()) {
@@ -464,7 +517,7 @@ int RunParent(DemoOptions o) {
                  std::string(redis.status().message()).c_str());
     return 1;
   }
-  std::printf("%s", Banner(o).c_str());
+  std::printf("%s%s", Banner(o, choices).c_str(), note.c_str());
   std::fflush(stdout);
   const int rc = Parent(o, redis->probe.has_value() ? &*redis->probe : nullptr,
                         redis->server.get())
@@ -473,10 +526,32 @@ int RunParent(DemoOptions o) {
   return rc;  // ~RedisSetup stops the private server and removes its dir
 }
 
+// The outage needs the private redis-server: with --url or in local mode
+// there is none to take away. Asked for on the command line, that is an
+// error; left on by default, the run goes without it and `*note` says so.
+absl::Status CheckOutage(DemoOptions& o, std::string* note) {
+  if (!o.outage || (o.url.empty() && o.mode != Mode::kLocal)) {
+    return absl::OkStatus();
+  }
+  const char* why = o.mode == Mode::kLocal
+                        ? "--mode=local uses no Redis"
+                        : "the demo only takes away the redis-server it "
+                          "started itself, not one given by --url (or "
+                          "$TOKENLEASE_REDIS_URL)";
+  if (OutageFlagsGiven()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "an outage cannot be run: ", why, "; drop the --outage* flags"));
+  }
+  o.outage = false;
+  *note = absl::StrCat("outage: none (", why, ")\n");
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 int RunDemo(int argc, char** argv) {
   ConfigureDemoUsage();
+  RecordCommandLine(argc, argv);
   const std::vector<char*> positional = absl::ParseCommandLine(argc, argv);
   if (positional.size() != 2 || std::string(positional[1]) != "demo") {
     std::fprintf(stderr,
@@ -485,16 +560,27 @@ int RunDemo(int argc, char** argv) {
                  positional.size() > 2 ? positional[2] : "");
     return 2;
   }
-  absl::StatusOr<DemoOptions> o = OptionsFromFlags();
-  if (!o.ok()) {
+  absl::StatusOr<DemoOptions> requested = OptionsFromFlags();
+  const InstanceRole role = RoleFromFlags();
+  const int cpus = UsableCpus();
+  DemoOptions o;
+  std::string note;
+  absl::Status s = requested.status();
+  if (s.ok()) {
+    // An instance gets every choice made by the parent on its command line.
+    o = ResolveOptions(*requested, cpus);
+    if (!role.is_instance()) s = CheckOutage(o, &note);
+  }
+  if (s.ok()) s = ValidateOptions(o);
+  if (!s.ok()) {
     std::fprintf(stderr,
                  "tokenlease demo: %s\n(see `tokenlease demo --help`)\n",
-                 std::string(o.status().message()).c_str());
+                 std::string(s.message()).c_str());
     return 2;
   }
-  const InstanceRole role = RoleFromFlags();
-  if (role.is_instance()) return RunInstance(*o, role);
-  return RunParent(*std::move(o));
+  if (role.is_instance()) return RunInstance(o, role);
+  const std::string choices = DescribeChoices(*requested, o, cpus);
+  return RunParent(std::move(o), choices, note);
 }
 
 }  // namespace tokenlease::tools

@@ -78,8 +78,9 @@ struct alignas(64) ThreadResult {
   std::vector<int64_t> offered, admitted, hot_offered, hot_admitted;
   // Samples of hot and of cold keys (workload.h, HotKeys).
   std::vector<int64_t> latency_ns, latency_cold_ns;
-  // --outage_at: every sample again, by outage phase.
+  // With an outage: every sample again, and the counts, by outage phase.
   std::array<std::vector<int64_t>, kOutagePhases> latency_phase_ns;
+  std::array<PhaseCounts, kOutagePhases> phase;
   KeyCounter per_key;
   int64_t errors = 0;
   int64_t first_ns = 0, last_ns = 0;
@@ -112,7 +113,7 @@ struct Load {
 OutagePhase PhaseAt(const DemoOptions& o, int64_t elapsed_ns) {
   const double t = static_cast<double>(elapsed_ns) / 1e9;
   if (t < o.outage_at) return kBeforeOutage;
-  return t < o.outage_at + o.outage_seconds ? kDuringOutage : kAfterOutage;
+  return t < o.OutageEnd() ? kDuringOutage : kAfterOutage;
 }
 
 // Makes one decision on key `k` (timed if `timed`, and then counted at the
@@ -128,12 +129,21 @@ void DecideAndCount(const Load& load, size_t k, bool timed, int64_t now,
     sample = now - a;
     (static_cast<int64_t>(k) < load.hot_keys ? r.latency_ns : r.latency_cold_ns)
         .push_back(sample);
-    if (load.o.outage_at > 0) {
+    if (load.o.outage) {
       r.latency_phase_ns[PhaseAt(load.o, now - load.start_ns)].push_back(
           sample);
     }
   } else {
     res = load.target.Decide(k);
+  }
+  if (load.o.outage) {
+    PhaseCounts& p = r.phase[PhaseAt(load.o, now - load.start_ns)];
+    ++p.offered;
+    p.admitted += res > 0;
+    if (k == 0) {
+      ++p.hot_offered;
+      p.hot_admitted += res > 0;
+    }
   }
   if (r.first_ns == 0) r.first_ns = now;
   r.last_ns = now;
@@ -172,7 +182,8 @@ void RunThread(const Load& load, int t, LiveLatency* live, ThreadResult& r) {
   }
   std::mt19937_64 rng(static_cast<uint64_t>(load.instance) * 1000003 + t + 1);
   Pacer pacer(FirstCallNs(o, load.instance, t, load.start_ns),
-              CallIntervalNs(o), o.pacing);
+              CallIntervalNs(o), o.pacing, 1000.0 * o.tick_us,
+              TickOriginNs(o, load.instance, t, load.start_ns));
   std::atomic_ref<int64_t> progress(r.progress_ns);
   for (int64_t calls = 0;;) {
     const int64_t now = SteadyNs();
@@ -276,12 +287,22 @@ void SetUpProcess(const DemoOptions& o) {
   if (o.pacing == Pacing::kSleep) prctl(PR_SET_TIMERSLACK, 1000UL);  // 1 us
 }
 
-// What the monitor leaves behind: the "S" lines, and the window it was in
-// when the parent asked it to stop (-1: it was not asked).
+// What the monitor leaves behind: the "S" lines (and without --live the
+// "H" lines), and the window it was in when the parent asked it to stop
+// (-1: it was not asked).
 struct MonitorResult {
   std::string samples;
   int64_t stopped_in_window = -1;
 };
+
+// "H" lines for the health transitions since the last call.
+std::string HealthLines(Target& target) {
+  std::string out;
+  for (const HealthEvent& e : target.TakeHealthEvents()) {
+    out += EncodeHealthEvent(e);
+  }
+  return out;
+}
 
 // Samples every window's end and with --live sends the window at once.
 // Stops the threads early when the parent closes the control pipe (or the
@@ -301,15 +322,21 @@ MonitorResult RunMonitor(Load& load, const InstanceRole& role,
     }
     const int64_t keys = load.target.Keys(), rss = CurrentRssKb(),
                   commands = load.target.CommandsSent();
+    const Health health = load.target.CurrentHealth();
     m.samples += EncodeSample(win, keys, rss, commands);
-    if (!o.live) continue;
+    if (!o.live) {
+      m.samples += HealthLines(load.target);
+      continue;
+    }
     LiveWindow v = CollectLiveWindow(win, at, results, live);
     v.commands = commands;
     v.commands_in_window = commands - commands_before;
     v.keys = keys;
     v.rss_kb = rss;
+    v.health = health;
     commands_before = commands;
-    if (!WriteAll(role.data_fd, EncodeLive(win, v))) {
+    if (!WriteAll(role.data_fd,
+                  HealthLines(load.target) + EncodeLive(win, v))) {
       load.stop.store(true, std::memory_order_relaxed);
       break;
     }
@@ -345,6 +372,18 @@ std::string Results(const DemoOptions& o, std::vector<ThreadResult>& results,
     for (int p = 0; p < kOutagePhases; ++p) {
       out += EncodePhaseLatency(static_cast<OutagePhase>(p),
                                 r.latency_phase_ns[p]);
+    }
+  }
+  if (o.outage) {
+    for (int p = 0; p < kOutagePhases; ++p) {
+      PhaseCounts sum;
+      for (const ThreadResult& r : results) {
+        sum.offered += r.phase[p].offered;
+        sum.admitted += r.phase[p].admitted;
+        sum.hot_offered += r.phase[p].hot_offered;
+        sum.hot_admitted += r.phase[p].hot_admitted;
+      }
+      out += EncodePhaseCounts(static_cast<OutagePhase>(p), sum);
     }
   }
   std::vector<KeyCount> per_key;
@@ -394,6 +433,8 @@ int RunInstance(const DemoOptions& o, const InstanceRole& role) {
     m.samples += EncodeSample(m.stopped_in_window, load.target.Keys(),
                               CurrentRssKb(), load.target.CommandsSent());
   }
+  // Transitions up to the end of the run (not the shutdown's).
+  m.samples += HealthLines(**target);
   (*target)->Stop();
   const std::string out = m.samples + Results(o, results, **target);
   target->reset();

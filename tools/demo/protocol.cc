@@ -66,16 +66,49 @@ void SetFields(const std::vector<int64_t>& v, size_t first, T* target,
   for (int64_t T::*field : fields) target->*field = v[first++];
 }
 
-void ApplyLive(const std::vector<int64_t>& v, InstanceReport& r) {
+// The Health of a protocol number; false if it is none of them.
+bool ToHealth(int64_t v, Health* h) {
+  if (v < -1 || v > 2) return false;
+  *h = static_cast<Health>(v);
+  return true;
+}
+
+absl::Status ApplyLive(const std::vector<int64_t>& v, absl::string_view line,
+                       InstanceReport& r) {
+  Health health;
+  if (!ToHealth(v[9], &health)) {
+    return Malformed(line, "the health must be -1, 0, 1 or 2");
+  }
   LiveWindow* lw = WindowAt(r.live, v[0]);
   SetFields(v, 1, lw,
             {&LiveWindow::offered, &LiveWindow::admitted,
              &LiveWindow::hot_offered, &LiveWindow::hot_admitted,
              &LiveWindow::commands, &LiveWindow::commands_in_window,
              &LiveWindow::keys, &LiveWindow::rss_kb});
-  if (lw == nullptr) return;
+  if (lw == nullptr) return absl::OkStatus();
   lw->got = true;
-  lw->latency.assign(v.begin() + 10, v.end());
+  lw->health = health;
+  lw->latency.assign(v.begin() + 11, v.end());
+  return absl::OkStatus();
+}
+
+// "H t from to reason...": three numbers, then free text.
+absl::Status ApplyHealthEvent(absl::string_view rest, absl::string_view line,
+                              InstanceReport& r) {
+  std::vector<absl::string_view> f =
+      absl::StrSplit(rest, absl::MaxSplits(' ', 3));
+  HealthEvent e;
+  int64_t from = 0, to = 0;
+  if (f.size() < 3 || !absl::SimpleAtoi(f[0], &e.ns) ||
+      !absl::SimpleAtoi(f[1], &from) || !absl::SimpleAtoi(f[2], &to) ||
+      !ToHealth(from, &e.from) || !ToHealth(to, &e.to)) {
+    return Malformed(line,
+                     "expected a time, two health numbers (-1 to 2) "
+                     "and a reason");
+  }
+  if (f.size() == 4) e.reason = std::string(f[3]);
+  r.health_events.push_back(std::move(e));
+  return absl::OkStatus();
 }
 
 // Appends the keys of a "K" line (its numbers in `numbers`) to the report.
@@ -127,11 +160,26 @@ int64_t ExpectedNumbers(absl::string_view tag, const std::vector<int64_t>& v) {
     return static_cast<int64_t>(v.size());
   }
   if (tag == "LP") return std::max<int64_t>(2, v.size());  // phase, samples
-  if (tag == "V") return v.size() >= 10 ? 10 + v[9] : 10;
+  if (tag == "P") return 5;
+  if (tag == "V") return v.size() >= 11 ? 11 + v[10] : 11;
   return -1;
 }
 
 }  // namespace
+
+const char* HealthName(Health h) {
+  switch (h) {
+    case Health::kHealthy:
+      return "healthy";
+    case Health::kDegraded:
+      return "degraded";
+    case Health::kDown:
+      return "down";
+    case Health::kNone:
+      break;
+  }
+  return "none";
+}
 
 InstanceReport::InstanceReport(int64_t windows, bool live)
     : windows(windows), live(live ? windows : 0) {}
@@ -153,10 +201,10 @@ std::string EncodeStart(int64_t start_ns) {
 std::string EncodeReady() { return "R\n"; }
 
 std::string EncodeLive(int64_t window, const LiveWindow& w) {
-  std::string out = absl::StrCat("V ", window, " ", w.offered, " ", w.admitted,
-                                 " ", w.hot_offered, " ", w.hot_admitted, " ",
-                                 w.commands, " ", w.commands_in_window, " ",
-                                 w.keys, " ", w.rss_kb, " ", w.latency.size());
+  std::string out = absl::StrCat(
+      "V ", window, " ", w.offered, " ", w.admitted, " ", w.hot_offered, " ",
+      w.hot_admitted, " ", w.commands, " ", w.commands_in_window, " ", w.keys,
+      " ", w.rss_kb, " ", static_cast<int>(w.health), " ", w.latency.size());
   for (int64_t ns : w.latency) absl::StrAppend(&out, " ", ns);
   return out + "\n";
 }
@@ -193,6 +241,20 @@ std::string EncodePhaseLatency(OutagePhase phase,
     out += "\n";
   }
   return out;
+}
+
+std::string EncodePhaseCounts(OutagePhase phase, const PhaseCounts& c) {
+  return absl::StrCat("P ", static_cast<int>(phase), " ", c.offered, " ",
+                      c.admitted, " ", c.hot_offered, " ", c.hot_admitted,
+                      "\n");
+}
+
+std::string EncodeHealthEvent(const HealthEvent& e) {
+  std::string reason = e.reason;
+  std::replace(reason.begin(), reason.end(), '\n', ' ');
+  std::replace(reason.begin(), reason.end(), '\r', ' ');
+  return absl::StrCat("H ", e.ns, " ", static_cast<int>(e.from), " ",
+                      static_cast<int>(e.to), " ", reason, "\n");
 }
 
 std::string EncodeKeyCounts(const std::vector<KeyCount>& counts) {
@@ -246,6 +308,9 @@ absl::Status ApplyLine(absl::string_view line, InstanceReport& report) {
       absl::ConsumePrefix(&rest, "K") && (rest.empty() || rest[0] == ' ')) {
     return ApplyKeyCounts(rest, line, report);
   }
+  if (absl::string_view rest = line; absl::ConsumePrefix(&rest, "H ")) {
+    return ApplyHealthEvent(rest, line, report);
+  }
   const std::vector<absl::string_view> fields =
       absl::StrSplit(line, ' ', absl::SkipEmpty());
   if (fields.empty()) return Malformed(line, "empty");
@@ -259,7 +324,7 @@ absl::Status ApplyLine(absl::string_view line, InstanceReport& report) {
   }
   if (tag == "R") report.ready = true;
   if (tag == "E") report.done = true;
-  if (tag == "V") ApplyLive(*v, report);
+  if (tag == "V") return ApplyLive(*v, line, report);
   if (tag == "W") {
     SetFields(*v, 1, WindowAt(report.windows, (*v)[0]),
               {&WindowCounts::offered, &WindowCounts::admitted,
@@ -282,6 +347,14 @@ absl::Status ApplyLine(absl::string_view line, InstanceReport& report) {
     }
     report.latency_phase[(*v)[0]].insert(report.latency_phase[(*v)[0]].end(),
                                          v->begin() + 1, v->end());
+  }
+  if (tag == "P") {
+    if ((*v)[0] < 0 || (*v)[0] >= kOutagePhases) {
+      return Malformed(line, "the outage phase must be 0, 1 or 2");
+    }
+    SetFields(*v, 1, &report.phases[(*v)[0]],
+              {&PhaseCounts::offered, &PhaseCounts::admitted,
+               &PhaseCounts::hot_offered, &PhaseCounts::hot_admitted});
   }
   if (tag == "T") report.timing = {(*v)[0], (*v)[1], (*v)[2], (*v)[3]};
   if (tag == "C") {

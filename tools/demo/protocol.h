@@ -7,20 +7,29 @@
 //
 // Instance -> parent (data pipe), numbers in decimal, space-separated:
 //   R                          ready: the limiter exists
-//   V w o a ho ha c cw k r n l1 .. ln
+//   V w o a ho ha c cw k r h n l1 .. ln
 //                              --live: window w as it closed: offered,
 //                              admitted, hot offered, hot admitted, Redis
 //                              commands so far and in the window, keys,
-//                              RSS KiB, n latency samples (ns)
+//                              RSS KiB, the connection's health at its end
+//                              (Health), n latency samples (ns)
+//   H t from to reason...      a health transition of the instance's Redis
+//                              connection at steady time t (ns), from and
+//                              to as Health numbers, then the library's
+//                              reason (text to the end of the line); sent
+//                              before the "V" line of the window it fell
+//                              in (without --live, with the results)
 //   S w k r c                  sampled at window w's end: keys, RSS KiB,
 //                              Redis commands so far
 //   W w o a ho ha              window w's final counts
 //   L l1 l2 ...                latency samples (ns) of hot keys, up to
 //                              1000 a line (workload.h, HotKeys)
 //   LC l1 l2 ...               the same for cold keys
-//   LP p l1 l2 ...             --outage_at: samples of every key taken in
-//                              phase p (0 before, 1 during, 2 after the
+//   LP p l1 l2 ...             with an outage: samples of every key taken
+//                              in phase p (0 before, 1 during, 2 after the
 //                              outage), up to 1000 a line
+//   P p o a ho ha              with an outage: phase p's offered, admitted,
+//                              hot offered and hot admitted
 //   K d1 o1 a1 d2 o2 a2 ...    per-key counts of the keys offered anything,
 //                              in rank order, up to 1000 keys a line: for
 //                              each key the rank's distance from the
@@ -53,12 +62,33 @@ struct WindowCounts {
   int64_t keys = -1, rss_kb = -1, commands = -1;
 };
 
+// The health of an instance's Redis connection (RedisHealth's values), or
+// kNone without one (local mode).
+enum class Health : int { kNone = -1, kHealthy = 0, kDegraded = 1, kDown = 2 };
+// "healthy", "degraded", "down", or "none".
+const char* HealthName(Health h);
+
+// One health transition ("H" line).
+struct HealthEvent {
+  int64_t ns = 0;  // steady clock
+  Health from = Health::kNone, to = Health::kNone;
+  std::string reason;
+  bool operator==(const HealthEvent&) const = default;
+};
+
 // --live: one instance's counts of one window, as it closed ("V" line).
 struct LiveWindow {
   bool got = false;
   int64_t offered = 0, admitted = 0, hot_offered = 0, hot_admitted = 0;
   int64_t commands = 0, commands_in_window = 0, keys = 0, rss_kb = 0;
-  std::vector<int64_t> latency;  // this window's samples (maybe thinned)
+  Health health = Health::kNone;  // at the window's end
+  std::vector<int64_t> latency;   // this window's samples (maybe thinned)
+};
+
+// One instance's counts over one outage phase ("P" line).
+struct PhaseCounts {
+  int64_t offered = 0, admitted = 0, hot_offered = 0, hot_admitted = 0;
+  bool operator==(const PhaseCounts&) const = default;
 };
 
 // An instance's counters at the end ("C" line). Lease counters are taken as
@@ -101,9 +131,12 @@ struct InstanceReport {
   std::vector<LiveWindow> live;
   std::vector<int64_t> latency;  // all samples: hot, then cold
   std::vector<int64_t> latency_hot, latency_cold;
-  // With --outage_at: every sample again, by the phase it was taken in
-  // (OutagePhase).
+  // With an outage: every sample again, by the phase it was taken in
+  // (OutagePhase), and the counts of each phase.
   std::array<std::vector<int64_t>, kOutagePhases> latency_phase;
+  std::array<PhaseCounts, kOutagePhases> phases;
+  // Every health transition, in the order they happened.
+  std::vector<HealthEvent> health_events;
   std::vector<KeyCount> key_counts;  // in rank order
   RunTiming timing;
   FinalStats stats;
@@ -131,6 +164,10 @@ std::string EncodeLatency(const std::vector<int64_t>& samples,
 // "LP" lines: the samples of one outage phase.
 std::string EncodePhaseLatency(OutagePhase phase,
                                const std::vector<int64_t>& samples);
+// "P" line.
+std::string EncodePhaseCounts(OutagePhase phase, const PhaseCounts& c);
+// "H" line; a line break in the reason becomes a space.
+std::string EncodeHealthEvent(const HealthEvent& e);
 // `counts` must be in rank order without repeats (SumByRank) and hold only
 // keys offered anything.
 std::string EncodeKeyCounts(const std::vector<KeyCount>& counts);

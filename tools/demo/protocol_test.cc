@@ -131,9 +131,12 @@ TEST(ProtocolTest, MalformedKeyCounts) {
 
 TEST(ProtocolTest, LiveWindowRoundTrip) {
   // offered, admitted, hot offered and admitted, commands so far and in
-  // the window, keys, RSS, latency.
-  const LiveWindow w{false, 100, 10, 90,   9,
-                     1000,  50,  3,  2048, {120, 130, 5000}};
+  // the window, keys, RSS, health, latency.
+  const LiveWindow w{
+      false,           100, 10, 90, 9, 1000, 50, 3, 2048, Health::kDown,
+      {120, 130, 5000}};
+  EXPECT_EQ(EncodeLive(2, w),
+            "V 2 100 10 90 9 1000 50 3 2048 2 3 120 130 5000\n");
   InstanceReport r(/*windows=*/4, /*live=*/true);
   ASSERT_TRUE(ApplyAll(EncodeLive(2, w), r).ok());
   const LiveWindow& got = r.live[2];
@@ -142,7 +145,51 @@ TEST(ProtocolTest, LiveWindowRoundTrip) {
   EXPECT_EQ(got.hot_admitted, 9);
   EXPECT_EQ(got.commands_in_window, 50);
   EXPECT_EQ(got.rss_kb, 2048);
+  EXPECT_EQ(got.health, Health::kDown);
   EXPECT_THAT(got.latency, ElementsAre(120, 130, 5000));
+  // Local mode has no connection: -1.
+  LiveWindow none = w;
+  none.health = Health::kNone;
+  ASSERT_TRUE(ApplyAll(EncodeLive(3, none), r).ok());
+  EXPECT_EQ(r.live[3].health, Health::kNone);
+  EXPECT_THAT(ApplyLine("V 0 1 2 3 4 5 6 7 8 3 0", r).message(),
+              HasSubstr("the health must be -1, 0, 1 or 2"));
+}
+
+TEST(ProtocolTest, HealthEventsRoundTripWithTheirReasons) {
+  const HealthEvent down{123456789, Health::kHealthy, Health::kDown,
+                         "no reply for 250ms while 3 commands waited"};
+  const HealthEvent multi{5, Health::kDown, Health::kDegraded,
+                          "line one\nline two"};
+  const HealthEvent bare{7, Health::kDegraded, Health::kHealthy, ""};
+  EXPECT_EQ(EncodeHealthEvent(down),
+            "H 123456789 0 2 no reply for 250ms while 3 commands waited\n");
+  EXPECT_EQ(EncodeHealthEvent(multi), "H 5 2 1 line one line two\n");
+  InstanceReport r(/*windows=*/1, /*live=*/true);
+  ASSERT_TRUE(ApplyAll(EncodeHealthEvent(down) + EncodeHealthEvent(multi) +
+                           EncodeHealthEvent(bare),
+                       r)
+                  .ok());
+  ASSERT_EQ(r.health_events.size(), 3u);
+  EXPECT_EQ(r.health_events[0], down);
+  EXPECT_EQ(r.health_events[1].reason, "line one line two");
+  EXPECT_EQ(r.health_events[2], bare);
+  EXPECT_FALSE(ApplyLine("H 1 0", r).ok());           // no "to"
+  EXPECT_FALSE(ApplyLine("H 1 0 7 why", r).ok());     // no such state
+  EXPECT_FALSE(ApplyLine("H soon 0 2 why", r).ok());  // no time
+  EXPECT_EQ(HealthName(Health::kDegraded), std::string("degraded"));
+}
+
+TEST(ProtocolTest, PhaseCountsRoundTrip) {
+  const PhaseCounts during{1000, 250, 900, 200};
+  EXPECT_EQ(EncodePhaseCounts(kDuringOutage, during), "P 1 1000 250 900 200\n");
+  InstanceReport r(/*windows=*/1, /*live=*/false);
+  ASSERT_TRUE(ApplyAll(EncodePhaseCounts(kDuringOutage, during), r).ok());
+  EXPECT_EQ(r.phases[kDuringOutage], during);
+  EXPECT_EQ(r.phases[kBeforeOutage], PhaseCounts{});
+  EXPECT_THAT(ApplyLine("P 3 1 1 1 1", r).message(),
+              HasSubstr("the outage phase must be 0, 1 or 2"));
+  EXPECT_THAT(ApplyLine("P 0 1 1 1", r).message(), HasSubstr("expected 5"));
 }
 
 TEST(ProtocolTest, WindowsOutsideTheRunAreIgnored) {
@@ -156,7 +203,7 @@ TEST(ProtocolTest, MalformedLinesAreErrors) {
   EXPECT_THAT(ApplyLine("X 1", r).message(), HasSubstr("unknown tag"));
   EXPECT_THAT(ApplyLine("W 0 1 2", r).message(), HasSubstr("expected 5"));
   EXPECT_THAT(ApplyLine("T 1 two 3 4", r).message(), HasSubstr("no integer"));
-  EXPECT_FALSE(ApplyLine("V 0 1 2 3 4 5 6 7 8 2 100", r).ok());  // 1 of 2
+  EXPECT_FALSE(ApplyLine("V 0 1 2 3 4 5 6 7 8 0 2 100", r).ok());  // 1 of 2
   EXPECT_FALSE(ApplyLine("", r).ok());
 }
 

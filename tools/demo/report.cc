@@ -14,6 +14,7 @@
 #include "absl/strings/str_format.h"
 #include "demo/format.h"
 #include "demo/per_key.h"
+#include "demo/phases.h"
 #include "demo/targets.h"
 #include "demo/workload.h"
 
@@ -24,13 +25,6 @@ double WindowSeconds(const DemoOptions& o) { return o.window_ms / 1000.0; }
 
 const char* HotKeyName(const DemoOptions& o) {
   return o.keys == KeyDist::kHot ? "hot key" : "hottest key (rank 0)";
-}
-
-// Local mode with a window algorithm: at most the limit per aligned second.
-bool AlignedWindows(const DemoOptions& o) {
-  return o.mode == Mode::kLocal &&
-         (o.algorithm == Algorithm::kFixedWindow ||
-          o.algorithm == Algorithm::kSlidingWindowCounter);
 }
 
 // Window w summed over the instances (keys, RSS and commands: the sampled
@@ -55,10 +49,10 @@ WindowCounts SumWindow(const RunRecord& run, int64_t w) {
 
 Bounds ComputeBounds(const DemoOptions& o) {
   Bounds b;
-  b.burst = o.limit;
+  b.burst = o.burst;
   b.max_lease =
       std::max<int64_t>(1, static_cast<int64_t>(o.max_lease_fraction *
-                                                static_cast<double>(o.limit)));
+                                                static_cast<double>(o.burst)));
   b.held = o.mode == Mode::kLeased
                ? static_cast<int64_t>(
                      o.instances * (2 * static_cast<double>(b.max_lease) - 1))
@@ -94,7 +88,13 @@ Totals Aggregate(const RunRecord& run) {
       t.latency_phase[p].insert(t.latency_phase[p].end(),
                                 r.latency_phase[p].begin(),
                                 r.latency_phase[p].end());
+      t.phases[p].offered += r.phases[p].offered;
+      t.phases[p].admitted += r.phases[p].admitted;
+      t.phases[p].hot_offered += r.phases[p].hot_offered;
+      t.phases[p].hot_admitted += r.phases[p].hot_admitted;
     }
+    t.health_events.insert(t.health_events.end(), r.health_events.begin(),
+                           r.health_events.end());
     per_key.insert(per_key.end(), r.key_counts.begin(), r.key_counts.end());
     t.stats += r.stats;
   }
@@ -108,26 +108,79 @@ Totals Aggregate(const RunRecord& run) {
   return t;
 }
 
-std::string Banner(const DemoOptions& o) {
+namespace {
+
+// The banner's first line: the scenario and where decisions are made.
+std::string ScenarioLine(const DemoOptions& o) {
+  const char* mode =
+      o.mode == Mode::kLeased
+          ? "leased mode (each instance decides locally from tokens leased "
+            "in batches from Redis)"
+      : o.mode == Mode::kDirect
+          ? "direct mode (one Redis script call per decision)"
+          : "local mode (each instance alone with limit / instances; "
+            "nothing shared)";
+  if (o.keys == KeyDist::kHot) {
+    return absl::StrCat(
+        "tokenlease demo, scenario hot: one key shared by every instance; ",
+        mode, "\n");
+  }
+  return absl::StrFormat(
+      "tokenlease demo, scenario zipf: %s keys drawn with Zipf s=%g, each "
+      "with its own limit; %s\n",
+      Commas(o.zipf_keys), o.zipf_s, mode);
+}
+
+// What happens during the outage, and what the failure mode does then.
+std::string OutageLine(const DemoOptions& o) {
+  std::string share;
+  if (o.failure_mode == FailureMode::kFailLocal) {
+    share = absl::StrFormat(
+        ": each instance enforces limit / instances alone (%s)",
+        o.discover_instances
+            ? absl::StrFormat("the instances counted in Redis; %d until "
+                              "counted",
+                              o.FallbackInstances())
+            : absl::StrFormat("%d instances", o.FallbackInstances()));
+  } else if (o.failure_mode == FailureMode::kFailClosed) {
+    share = o.mode == Mode::kDirect
+                ? ": every decision is denied"
+                : ": every decision is denied once the leases are spent";
+  } else {
+    share = ": every decision is admitted (the limit is off)";
+  }
+  // What the mode admitted is charged afterwards in leased mode only.
+  const std::string usage =
+      o.mode == Mode::kLeased
+          ? absl::StrCat(
+                "; outage_usage=",
+                o.outage_usage == OutageUsage::kCharge ? "charge" : "forget")
+          : "; what the mode admits is not charged to Redis afterwards";
+  return absl::StrFormat(
+      "outage: from %g s to %g s redis-server is %s; failure_mode=%s%s%s%s\n",
+      o.outage_at, o.OutageEnd(),
+      o.outage_kind == OutageKind::kKill
+          ? "killed (kill -9), then restarted empty"
+          : "stopped (SIGSTOP), then resumed",
+      FailureModeName(o.failure_mode), share, usage,
+      o.start_empty ? "; start_empty" : "");
+}
+
+}  // namespace
+
+std::string Banner(const DemoOptions& o, const std::string& choices) {
   const Bounds b = ComputeBounds(o);
+  std::string out = ScenarioLine(o);
   const std::string algorithm =
       o.algorithm == Algorithm::kTokenBucket
-          ? absl::StrCat("token bucket, burst ", b.burst)
+          ? absl::StrCat("a token bucket with burst ", Commas(b.burst))
           : AlgorithmFlagName(o.algorithm);
-  std::string out = absl::StrFormat(
-      "tokenlease demo: mode=%s keys=%s instances=%d threads=%d limit=%d/s "
-      "(%s) offered=%s/s seconds=%g window=%dms pacing=%s%s\n",
-      ModeName(o.mode), KeyDistName(o.keys), o.instances, o.threads, o.limit,
-      algorithm, Fmt(o.OfferedRate()), o.seconds, o.window_ms,
-      PacingName(o.pacing), o.use_handle ? " (hot key through a handle)" : "");
-  if (o.keys == KeyDist::kZipf) {
-    const double p0 = ZipfP0(o);
-    absl::StrAppendFormat(
-        &out,
-        "zipf: %d keys, s=%g; hottest key p=%.4f, offered %s/s on it "
-        "(per-key limit %d/s)\n",
-        o.zipf_keys, o.zipf_s, p0, Fmt(p0 * o.OfferedRate()), o.limit);
-  }
+  absl::StrAppendFormat(
+      &out, "limit: %s/s%s, %s; %g s, a row per %g s window%s\n",
+      Commas(o.limit), o.keys == KeyDist::kHot ? "" : " per key", algorithm,
+      o.seconds, o.window_ms / 1000.0,
+      o.use_handle ? "; the hot key through a handle" : "");
+  out += choices;
   if (o.mode == Mode::kLeased) {
     absl::StrAppendFormat(
         &out,
@@ -143,46 +196,42 @@ std::string Banner(const DemoOptions& o) {
             : "",
         o.idle_evict_ms);
   }
-  if (o.mode == Mode::kLeased && o.outage_at > 0) {
-    absl::StrAppendFormat(
-        &out,
-        "outage: redis-server %s at %g s for %g s; failure_mode=%s%s "
-        "outage_usage=%s%s\n",
-        o.outage_kind == OutageKind::kKill ? "killed (kill -9, restarted empty)"
-                                           : "stopped (SIGSTOP)",
-        o.outage_at, o.outage_seconds, FailureModeName(o.failure_mode),
-        o.failure_mode != FailureMode::kFailLocal ? ""
-        : o.discover_instances
-            ? absl::StrFormat(" (share of the instances counted in Redis, %d "
-                              "until counted)",
-                              o.FallbackInstances())
-            : absl::StrFormat(" (share of %d instances)",
-                              o.FallbackInstances()),
-        o.outage_usage == OutageUsage::kCharge ? "charge" : "forget",
-        o.start_empty ? " start_empty" : "");
-  }
+  if (o.outage && o.mode != Mode::kLocal) out += OutageLine(o);
   if (o.mode == Mode::kLocal) {
     const int64_t per = o.limit / o.instances;
-    absl::StrAppend(&out, "local: each instance has its own Limiter with ",
-                    o.algorithm == Algorithm::kTokenBucket
-                        ? absl::StrCat(per, "/s, burst ", per)
-                        : DescribeSpec(LocalSpec(o)),
-                    " (limit/N); nothing is shared\n");
+    absl::StrAppend(
+        &out, "local: each instance has its own Limiter with ",
+        o.algorithm == Algorithm::kTokenBucket
+            ? absl::StrCat(per, "/s, burst ",
+                           std::max<int64_t>(1, o.burst / o.instances))
+            : DescribeSpec(LocalSpec(o)),
+        " (limit/N); nothing is shared\n");
   }
   return out;
 }
 
-std::string AutoCsvPath(const DemoOptions& o) {
+std::string AutoPath(const DemoOptions& o, const char* extension,
+                     std::time_t now) {
   const char* tmp = std::getenv("TMPDIR");
-  const std::time_t now = std::time(nullptr);
   std::tm tm{};
   localtime_r(&now, &tm);
   char stamp[32];
   std::strftime(stamp, sizeof(stamp), "%Y%m%d-%H%M%S", &tm);
   return absl::StrCat(tmp != nullptr && *tmp ? tmp : "/tmp",
                       "/tokenlease_demo_", ModeName(o.mode), "_",
-                      KeyDistName(o.keys), "_", stamp, ".csv");
+                      KeyDistName(o.keys), "_", stamp, ".", extension);
 }
+
+namespace {
+
+// The CSV's phase of a window starting `start_s` into the run.
+const char* WindowPhase(const DemoOptions& o, double start_s) {
+  if (!o.outage || o.mode == Mode::kLocal) return "none";
+  if (start_s < o.outage_at) return "before";
+  return start_s < o.OutageEnd() ? "during" : "after";
+}
+
+}  // namespace
 
 absl::Status WriteCsv(const DemoOptions& o, const RunRecord& run,
                       const Totals& t, const RedisFigures& redis) {
@@ -193,25 +242,28 @@ absl::Status WriteCsv(const DemoOptions& o, const RunRecord& run,
   absl::FPrintF(out,
                 "window_start_s,instance,offered,admitted,limit_bound,"
                 "hot_offered,hot_admitted,keys,rss_kb,redis_commands_total,"
-                "redis_used_memory\n");
+                "redis_used_memory,phase\n");
   const double bound = static_cast<double>(o.limit) * WindowSeconds(o);
   for (int64_t w = 0; w < run.windows; ++w) {
     const double ws = static_cast<double>(w) * WindowSeconds(o);
+    const char* phase = WindowPhase(o, ws);
     for (size_t i = 0; i < run.reports.size(); ++i) {
       const WindowCounts& x = run.reports[i].windows[w];
-      absl::FPrintF(out, "%g,%d,%d,%d,%g,%d,%d,%d,%d,%d,\n", ws, i, x.offered,
-                    x.admitted, bound, x.hot_offered, x.hot_admitted, x.keys,
-                    x.rss_kb, x.commands);
+      absl::FPrintF(out, "%g,%d,%d,%d,%g,%d,%d,%d,%d,%d,,%s\n", ws, i,
+                    x.offered, x.admitted, bound, x.hot_offered, x.hot_admitted,
+                    x.keys, x.rss_kb, x.commands, phase);
     }
     const WindowCounts& x = t.all[w];
     const int64_t mem = w < static_cast<int64_t>(redis.mem_per_window.size())
                             ? redis.mem_per_window[w]
                             : -1;
-    absl::FPrintF(out, "%g,all,%d,%d,%g,%d,%d,%d,%d,%d,%d\n", ws, x.offered,
+    absl::FPrintF(out, "%g,all,%d,%d,%g,%d,%d,%d,%d,%d,%d,%s\n", ws, x.offered,
                   x.admitted, bound, x.hot_offered, x.hot_admitted, x.keys,
-                  x.rss_kb, x.commands, mem);
+                  x.rss_kb, x.commands, mem, phase);
   }
-  std::fclose(out);
+  if (std::fclose(out) != 0) {
+    return absl::ErrnoToStatus(errno, absl::StrCat("cannot write ", o.csv));
+  }
   return absl::OkStatus();
 }
 
@@ -235,43 +287,29 @@ void AppendOffered(const DemoOptions& o, const Totals& t, std::string& out) {
   }
 }
 
-// The hot key's total against its bound.
-void AppendTotalBound(const DemoOptions& o, const Bounds& b, const Totals& t,
-                      std::string& out) {
-  const char* hot = HotKeyName(o);
-  double bound = 0;
-  if (AlignedWindows(o)) {
-    const int64_t seconds = static_cast<int64_t>(std::ceil(t.duration_s)) + 1;
-    bound = static_cast<double>(o.limit) * seconds;
-    absl::StrAppendFormat(
-        &out,
-        "%s: offered %d, admitted %d; bound limit x aligned seconds touched "
-        "= %d x %d = %s; utilisation %.2f%%\n",
-        hot, t.hot_offered, t.hot_admitted, o.limit, seconds, Fmt(bound),
-        100.0 * t.hot_admitted / bound);
-  } else {
-    bound = b.burst + static_cast<double>(o.limit) * t.duration_s;
-    absl::StrAppendFormat(
-        &out,
-        "%s: offered %d, admitted %d; bound burst + limit x duration = %d + "
-        "%d x %.3f = %s; utilisation %.2f%%\n",
-        hot, t.hot_offered, t.hot_admitted, b.burst, o.limit, t.duration_s,
-        Fmt(bound), 100.0 * t.hot_admitted / bound);
+// The table by phase (phases.h) with the bounds.
+void AppendPhases(const DemoOptions& o, const RunRecord& run, const Totals& t,
+                  std::string& out) {
+  out += PhaseTable(
+      o, PhaseRows(o, t.duration_s, t.hot_offered, t.hot_admitted, t.phases,
+                   t.latency_phase, t.latency, t.health_events, run.start_ns));
+  std::vector<std::vector<HealthEvent>> events;
+  for (const InstanceReport& r : run.reports) {
+    events.push_back(r.health_events);
   }
-  if (t.hot_admitted > bound) {
-    absl::StrAppendFormat(
-        &out, "BOUND EXCEEDED: %s admitted %d > %s (+%s, %.2f%%)\n", hot,
-        t.hot_admitted, Fmt(bound), Fmt(t.hot_admitted - bound),
-        100.0 * (t.hot_admitted - bound) / bound);
-  }
+  out += OutageTimeline(o, events, run.start_ns);
 }
 
 // The largest hot-key count in `span` consecutive windows from window
-// `from` on; -1 if none fits. Sets *at to its first window.
-int64_t MaxSpan(const Totals& t, int64_t span, int64_t from, int64_t* at) {
+// `from` on, among spans `skip` does not exclude; -1 if none fits. Sets *at
+// to its first window.
+template <typename Skip>
+int64_t MaxSpan(const Totals& t, int64_t span, int64_t from, Skip skip,
+                int64_t* at) {
   int64_t best = -1;
   const int64_t nwin = static_cast<int64_t>(t.all.size());
   for (int64_t w = from; w + span <= nwin; ++w) {
+    if (skip(w, w + span)) continue;
     int64_t s = 0;
     for (int64_t k = w; k < w + span; ++k) s += t.all[k].hot_admitted;
     if (s > best) {
@@ -290,21 +328,39 @@ void AppendSpans(const DemoOptions& o, const Bounds& b, const Totals& t,
   const double window_s = WindowSeconds(o);
   const int64_t span = std::max<int64_t>(1, 1000 / o.window_ms);
   const double span_s = span * window_s;
+  // fail_open has no bound while Redis is away: only spans clear of the
+  // outage are checked.
+  const int extra = OutageExtraBursts(o);
+  auto skip = [&](int64_t from_w, int64_t to_w) {
+    return extra < 0 && from_w * window_s < o.OutageEnd() &&
+           to_w * window_s > o.outage_at;
+  };
   int64_t at_all = 0, at_steady = 0;
-  const int64_t max_all = MaxSpan(t, span, 0, &at_all);
-  const int64_t max_steady = MaxSpan(t, span, span, &at_steady);
+  const int64_t max_all = MaxSpan(t, span, 0, skip, &at_all);
+  const int64_t max_steady = MaxSpan(t, span, span, skip, &at_steady);
   const double limit_span = static_cast<double>(o.limit) * span_s;
-  const double window_bound = limit_span + b.burst + b.held;
+  const int64_t bursts = 1 + std::max(0, extra);
+  const double window_bound =
+      limit_span + static_cast<double>(bursts * b.burst + b.held);
   absl::StrAppendFormat(
       &out,
-      "max %s admitted in any %g s span (window steps): %d (span at %g s); "
-      "bound limit + burst + held = %s + %d + %d = %s%s\n",
-      hot, span_s, max_all, at_all * window_s, Fmt(limit_span), b.burst, b.held,
-      Fmt(window_bound), max_all > window_bound ? "" : " (within)");
+      "max %s admitted in any %g s span%s (window steps): %d (span at %g s); "
+      "bound limit + %sburst + held = %s + %s%d + %d = %s%s\n",
+      hot, span_s, extra < 0 ? " clear of the outage" : "", max_all,
+      at_all * window_s, bursts > 1 ? absl::StrCat(bursts, " x ") : "",
+      Fmt(limit_span), bursts > 1 ? absl::StrCat(bursts, " x ") : "", b.burst,
+      b.held, Fmt(window_bound), max_all > window_bound ? "" : " (within)");
   if (max_all > window_bound) {
     absl::StrAppendFormat(&out,
                           "BOUND EXCEEDED: a %g s span admitted %d > %s\n",
                           span_s, max_all, Fmt(window_bound));
+  }
+  if (bursts > 1) {
+    absl::StrAppendFormat(
+        &out,
+        "  %d x burst: a span may hold the outage's extra burst%s as well "
+        "(see the whole run's bound)\n",
+        bursts, bursts > 2 ? "s" : "");
   }
   if (max_steady >= 0) {
     absl::StrAppendFormat(
@@ -444,15 +500,14 @@ void AppendDistribution(const DemoOptions& o, const RunRecord& run,
       Percentile(t.latency, 0.99), Percentile(t.latency, 0.999),
       t.latency.empty() ? 0 : t.latency.back());
   AppendLatencyByClass(o, t, out);
-  if (o.outage_at > 0) {
+  if (o.outage && o.mode != Mode::kLocal) {
     absl::StrAppendFormat(
         &out,
         "  before the outage (0-%g s): %s\n  during (%g-%g s): %s\n"
         "  after (%g s-): %s\n",
         o.outage_at, LatencyFigures(t.latency_phase[kBeforeOutage]),
-        o.outage_at, o.outage_at + o.outage_seconds,
-        LatencyFigures(t.latency_phase[kDuringOutage]),
-        o.outage_at + o.outage_seconds,
+        o.outage_at, o.OutageEnd(),
+        LatencyFigures(t.latency_phase[kDuringOutage]), o.OutageEnd(),
         LatencyFigures(t.latency_phase[kAfterOutage]));
   }
 }
@@ -554,8 +609,12 @@ void AppendMemory(const DemoOptions& o, const RunRecord& run, const Totals& t,
 
 std::string Summary(const DemoOptions& o, const RunRecord& run, const Totals& t,
                     const RedisFigures& redis) {
-  std::string out = absl::StrFormat("\n== summary (%s, %s) ==\n",
-                                    ModeName(o.mode), KeyDistName(o.keys));
+  std::string out = absl::StrFormat(
+      "\n== summary (%s, %s%s) ==\n", ModeName(o.mode), KeyDistName(o.keys),
+      o.outage && o.mode != Mode::kLocal
+          ? absl::StrFormat(", outage %g-%g s, %s", o.outage_at, o.OutageEnd(),
+                            FailureModeName(o.failure_mode))
+          : "");
   if (run.interrupted_ns != 0) {
     absl::StrAppendFormat(
         &out,
@@ -565,8 +624,9 @@ std::string Summary(const DemoOptions& o, const RunRecord& run, const Totals& t,
         run.windows, run.windows == 1 ? "" : "s");
   }
   const Bounds b = ComputeBounds(o);
+  AppendPhases(o, run, t, out);
+  out += "\n-- details --\n";
   AppendOffered(o, t, out);
-  AppendTotalBound(o, b, t, out);
   AppendSpans(o, b, t, out);
   AppendPerKey(o, b, t, out);
   AppendDistribution(o, run, t, out);

@@ -2,9 +2,12 @@
 // it, and afterwards the aggregation over the instances, the per-window CSV
 // and the summary with its bound checks ("BOUND EXCEEDED" lines).
 //
-// Bounds (token bucket, limit L per second, burst B = L, run of D seconds):
-//   total admitted on the hot key  <= B + L * D
-//   admitted in any 1 s            <= L + B + H
+// Bounds (token bucket, limit L per second, burst B, run of D seconds):
+//   total admitted on the hot key  <= B + L * D (+ the outage's extra
+//                                     bursts, phases.h)
+//   admitted in any 1 s            <= L + B + H (+ the same extra bursts;
+//                                     with fail_open only spans clear of
+//                                     the outage are checked)
 // where H is what the instances may hold in leases at the start of the span
 // (tokens taken from Redis but not yet spent): each instance holds at most
 // M = 2 * max_lease - 1 tokens for unit costs (docs/design.md, "Accuracy
@@ -13,12 +16,14 @@
 // should see about L + H; that is printed as information, not checked.
 // Local mode with a window algorithm (--algorithm=fixed_window or
 // sliding_counter) admits at most L per aligned second, so its total bound
-// is L x (aligned seconds touched) = L x (ceil(D) + 1).
+// is L x (aligned seconds touched) = L x (ceil(D) + 1). The table by outage
+// phase, with each phase's bound, is phases.h.
 #ifndef TOKENLEASE_TOOLS_DEMO_REPORT_H_
 #define TOKENLEASE_TOOLS_DEMO_REPORT_H_
 
 #include <array>
 #include <cstdint>
+#include <ctime>
 #include <string>
 #include <vector>
 
@@ -72,6 +77,8 @@ struct Totals {
   std::vector<int64_t> latency;                                   // sorted
   std::vector<int64_t> latency_hot, latency_cold;                 // sorted
   std::array<std::vector<int64_t>, kOutagePhases> latency_phase;  // sorted
+  std::array<PhaseCounts, kOutagePhases> phases;  // with an outage
+  std::vector<HealthEvent> health_events;         // every instance's
   std::vector<KeyCount> per_key;  // in rank order, summed over instances
   double duration_s = 0;          // start to the last decision
 };
@@ -79,21 +86,28 @@ struct Totals {
 // instances.
 Totals Aggregate(const RunRecord& run);
 
-// The banner: the run's settings, one to three lines.
-std::string Banner(const DemoOptions& o);
+// The banner: the scenario, the run's settings and the outage, a few
+// lines.
+// `choices`: DescribeChoices (sizing.h), after the limit.
+std::string Banner(const DemoOptions& o, const std::string& choices = "");
 
-// --csv=auto: $TMPDIR/tokenlease_demo_<mode>_<keys>_<YYYYmmdd-HHMMSS>.csv.
-std::string AutoCsvPath(const DemoOptions& o);
+// --csv=auto and --chart=auto:
+// $TMPDIR/tokenlease_demo_<mode>_<scenario>_<YYYYmmdd-HHMMSS>.<extension>
+// (/tmp without TMPDIR), the time being `now`'s local time.
+std::string AutoPath(const DemoOptions& o, const char* extension,
+                     std::time_t now);
 
 // Writes the per-window CSV to o.csv: one row per window and instance plus
 // an "all" row: window_start_s, instance, offered, admitted, limit_bound
 // (limit x window), hot_offered, hot_admitted, keys and rss_kb at the
 // window's end, redis_commands_total (cumulative), redis_used_memory ("all"
-// rows only).
+// rows only), phase (before, during or after the outage the window starts
+// in; "none" without one).
 absl::Status WriteCsv(const DemoOptions& o, const RunRecord& run,
                       const Totals& t, const RedisFigures& redis);
 
-// The summary, from "== summary" on.
+// The summary, from "== summary" on: the table by phase with its bounds
+// (phases.h), then the details.
 std::string Summary(const DemoOptions& o, const RunRecord& run, const Totals& t,
                     const RedisFigures& redis);
 

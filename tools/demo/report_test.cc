@@ -1,10 +1,16 @@
 // The summary's bound checks and a live row, on hand-made runs.
 #include "demo/report.h"
 
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
 #include <string>
 #include <vector>
 
 #include "demo/live.h"
+#include "demo/sizing.h"
 #include "demo/test_options.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -33,11 +39,14 @@ RunRecord MakeRun(const DemoOptions& o, int64_t per_window) {
   return run;
 }
 
+// Local mode, 1 instance, 10,000/s with a burst of 10,000, a 2 s run.
 DemoOptions Local() {
-  DemoOptions o;
+  DemoOptions o = ResolveOptions(DemoOptions(), /*cpus=*/2);
   o.mode = Mode::kLocal;
   o.instances = 1;
+  o.burst = 10000;
   o.seconds = 2;
+  o.outage = false;
   o.csv = "";
   return o;
 }
@@ -47,7 +56,9 @@ TEST(ReportTest, WithinTheBounds) {
   const RunRecord run = MakeRun(o, 5000);  // 20,000 <= 10,000 + 10,000 x 2
   const std::string s = Summary(o, run, Aggregate(run), RedisFigures{});
   EXPECT_THAT(s, HasSubstr("== summary (local, hot) =="));
-  EXPECT_THAT(s, HasSubstr("utilisation 66.67%"));
+  EXPECT_THAT(s, HasSubstr("whole run: 20,000 <= 30,000 (within, 66.7% of "
+                           "it): burst + limit x time = 10000 + 10000 x "
+                           "2.000\n"));
   EXPECT_THAT(s, HasSubstr("(within)"));
   EXPECT_THAT(s, Not(HasSubstr("BOUND EXCEEDED")));
   EXPECT_THAT(s, HasSubstr("p50 200 ns"));
@@ -59,17 +70,19 @@ TEST(ReportTest, BoundExceeded) {
   const RunRecord run =
       MakeRun(o, 12000);  // 48,000 > 30,000; 24,000/s > 20,000
   const std::string s = Summary(o, run, Aggregate(run), RedisFigures{});
-  EXPECT_THAT(s, HasSubstr("BOUND EXCEEDED: hot key admitted 48000 > 30000"));
+  EXPECT_THAT(s, HasSubstr("BOUND EXCEEDED: whole run: hot key admitted "
+                           "48000 > 30000 (+18000, 60.00%)"));
   EXPECT_THAT(s,
               HasSubstr("BOUND EXCEEDED: a 1 s span admitted 24000 > 20000"));
 }
 
 TEST(ReportTest, HeldTokensOfLeasedMode) {
-  DemoOptions o;  // leased, 4 instances, max lease 1,000
+  // Leased, 4 instances (5 CPUs), burst 1,000: max lease 100.
+  const DemoOptions o = ResolveOptions(DemoOptions(), /*cpus=*/5);
   const Bounds b = ComputeBounds(o);
-  EXPECT_EQ(b.burst, 10000);
-  EXPECT_EQ(b.max_lease, 1000);
-  EXPECT_EQ(b.held, 4 * 1999);
+  EXPECT_EQ(b.burst, 1000);
+  EXPECT_EQ(b.max_lease, 100);
+  EXPECT_EQ(b.held, 4 * 199);
 }
 
 TEST(ReportTest, HotModeLatencyIsAllHot) {
@@ -182,14 +195,69 @@ TEST(ReportTest, RedisCpuPerDecision) {
               Not(HasSubstr("redis server CPU")));
 }
 
+TEST(ReportTest, TheBannerNamesTheScenarioTheLimitAndTheOutage) {
+  const DemoOptions o = ResolveOptions(DemoOptions(), /*cpus=*/2);
+  const std::string b = Banner(o, "load: (the choices)\n");
+  EXPECT_THAT(b, HasSubstr("tokenlease demo, scenario hot: one key shared by "
+                           "every instance; leased mode"));
+  EXPECT_THAT(b, HasSubstr("\nlimit: 10,000/s, a token bucket with burst "
+                           "1,000; 20 s, a row per 0.5 s window\nload: (the "
+                           "choices)\n"));
+  EXPECT_THAT(b, HasSubstr("\noutage: from 8 s to 12 s redis-server is "
+                           "stopped (SIGSTOP), then resumed; "
+                           "failure_mode=fail_local: each instance enforces "
+                           "limit / instances alone"));
+  EXPECT_THAT(b, HasSubstr("; outage_usage=charge\n"));
+  DemoOptions direct = o;
+  direct.mode = Mode::kDirect;
+  EXPECT_THAT(Banner(direct),
+              HasSubstr("; what the mode admits is not charged to Redis "
+                        "afterwards\n"));
+  DemoOptions zipf = ZipfTestOptions();
+  EXPECT_THAT(Banner(zipf), HasSubstr("scenario zipf: 100,000 keys drawn with "
+                                      "Zipf s=1.1, each with its own limit"));
+  EXPECT_THAT(Banner(zipf), Not(HasSubstr("outage:")));
+}
+
+TEST(ReportTest, TheCsvSaysTheOutagePhaseOfEachWindow) {
+  DemoOptions o = ResolveOptions(DemoOptions(), /*cpus=*/2);
+  o.seconds = 2;
+  o.outage_at = 0.5;
+  o.outage_seconds = 1;
+  const char* tmp = std::getenv("TMPDIR");
+  o.csv = std::string(tmp != nullptr && *tmp ? tmp : "/tmp") +
+          "/tokenlease_report_test_" + std::to_string(getpid()) + ".csv";
+  const RunRecord run = MakeRun(o, 100);
+  ASSERT_TRUE(WriteCsv(o, run, Aggregate(run), RedisFigures{}).ok());
+  std::ifstream f(o.csv);
+  std::vector<std::string> lines;
+  for (std::string line; std::getline(f, line);) lines.push_back(line);
+  std::remove(o.csv.c_str());
+  ASSERT_EQ(lines.size(), 9u);  // the header, then 4 x (instance 0, all)
+  EXPECT_EQ(lines[0],
+            "window_start_s,instance,offered,admitted,limit_bound,hot_offered,"
+            "hot_admitted,keys,rss_kb,redis_commands_total,redis_used_memory,"
+            "phase");
+  EXPECT_EQ(lines[1], "0,0,1000,100,5000,1000,100,-1,-1,-1,,before");
+  EXPECT_THAT(lines[4], HasSubstr(",during"));  // window 1, "all"
+  EXPECT_THAT(lines[6], HasSubstr(",during"));  // window 2, "all"
+  EXPECT_THAT(lines[8], HasSubstr(",after"));
+  o.outage = false;
+  o.csv = "/nonexistent-dir/x.csv";
+  EXPECT_THAT(WriteCsv(o, run, Aggregate(run), RedisFigures{}).message(),
+              HasSubstr("cannot write /nonexistent-dir/x.csv"));
+}
+
 TEST(ReportTest, LiveRowWaitsForEveryInstance) {
   DemoOptions o = Local();
   o.instances = 2;
   RunRecord run = MakeRun(o, 0);
   run.reports.emplace_back(run.windows, true);
-  run.reports[0].live[0] = {true, 5000, 500, 5000, 2500, 0, 0, 1, 0, {100}};
+  run.reports[0].live[0] = {true, 5000, 500, 5000,          2500, 0,
+                            0,    1,    0,   Health::kNone, {100}};
   EXPECT_FALSE(LiveRow(o, 0, run.reports).has_value());
-  run.reports[1].live[0] = {true, 5000, 500, 5000, 2500, 0, 0, 1, 0, {300}};
+  run.reports[1].live[0] = {true, 5000, 500, 5000,          2500, 0,
+                            0,    1,    0,   Health::kNone, {300}};
   const std::optional<std::string> row = LiveRow(o, 0, run.reports);
   ASSERT_TRUE(row.has_value());
   EXPECT_THAT(*row, HasSubstr("10,000"));  // 5,000 in 0.5 s

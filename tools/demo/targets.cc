@@ -3,8 +3,10 @@
 
 #include <algorithm>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "absl/time/time.h"
 #include "tokenlease/direct.h"
@@ -16,6 +18,56 @@ namespace tokenlease::tools {
 namespace {
 
 constexpr absl::Duration kPeriod = absl::Seconds(1);
+
+// The limit shared through Redis: a token bucket of --limit per second with
+// --burst.
+LimitSpec SharedSpec(const DemoOptions& o) {
+  return LimitSpec::TokenBucket(o.limit, kPeriod, o.burst);
+}
+
+Health ToHealth(RedisHealth h) {
+  switch (h) {
+    case RedisHealth::kHealthy:
+      return Health::kHealthy;
+    case RedisHealth::kDegraded:
+      return Health::kDegraded;
+    case RedisHealth::kDown:
+      break;
+  }
+  return Health::kDown;
+}
+
+// Collects a connection's health transitions (RedisOptions::
+// on_health_change, on its client thread) for the monitor thread. The
+// callback only appends under a mutex held for a push_back, so it never
+// makes the client thread wait for long.
+class HealthLog {
+ public:
+  // Installs the recorder on `options`; the log outlives the connection's
+  // callbacks through the shared_ptr the callback holds.
+  static std::shared_ptr<HealthLog> AttachTo(RedisOptions& options) {
+    auto log = std::make_shared<HealthLog>();
+    options.on_health_change = [log](const RedisHealthEvent& e) {
+      log->Add(
+          HealthEvent{SteadyNs(), ToHealth(e.from), ToHealth(e.to), e.reason});
+    };
+    return log;
+  }
+
+  std::vector<HealthEvent> Take() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return std::exchange(events_, {});
+  }
+
+ private:
+  void Add(HealthEvent e) {
+    std::lock_guard<std::mutex> lock(mu_);
+    events_.push_back(std::move(e));
+  }
+
+  std::mutex mu_;
+  std::vector<HealthEvent> events_;
+};
 
 // The connection's counters of the "C" line, with `during_run` as the
 // commands sent during the run.
@@ -91,6 +143,7 @@ class LeasedTarget : public HandleTarget<LeasedLimiter, LeaseHandle> {
       const DemoOptions& o, const std::string& prefix, const KeySet& keys) {
     RedisOptions redis;
     redis.url = o.url;
+    std::shared_ptr<HealthLog> health = HealthLog::AttachTo(redis);
     absl::StatusOr<std::shared_ptr<RedisConnection>> connection =
         RedisConnection::Create(redis);
     if (!connection.ok()) return connection.status();
@@ -105,18 +158,22 @@ class LeasedTarget : public HandleTarget<LeasedLimiter, LeaseHandle> {
     options.outage_usage = o.outage_usage;
     options.start_empty = o.start_empty;
     absl::StatusOr<std::unique_ptr<LeasedLimiter>> limiter =
-        LeasedLimiter::Create(LimitSpec::TokenBucket(o.limit, kPeriod),
-                              options);
+        LeasedLimiter::Create(SharedSpec(o), options);
     if (!limiter.ok()) return limiter.status();
-    return Ready(std::unique_ptr<LeasedTarget>(
-                     new LeasedTarget(keys, *connection, *std::move(limiter))),
-                 o.use_handle);
+    return Ready(
+        std::unique_ptr<LeasedTarget>(new LeasedTarget(
+            keys, *connection, std::move(health), *std::move(limiter))),
+        o.use_handle);
   }
   int64_t Keys() override {
     return static_cast<int64_t>(limiter_->stats().keys);
   }
   int64_t CommandsSent() override {
     return static_cast<int64_t>(connection_->stats().commands_sent);
+  }
+  Health CurrentHealth() override { return ToHealth(connection_->health()); }
+  std::vector<HealthEvent> TakeHealthEvents() override {
+    return health_->Take();
   }
   void Stop() override {
     // Counters as the run ended, then the destructor returns every lease.
@@ -143,11 +200,14 @@ class LeasedTarget : public HandleTarget<LeasedLimiter, LeaseHandle> {
 
  private:
   LeasedTarget(const KeySet& keys, std::shared_ptr<RedisConnection> connection,
+               std::shared_ptr<HealthLog> health,
                std::unique_ptr<LeasedLimiter> limiter)
       : HandleTarget(keys, std::move(limiter)),
-        connection_(std::move(connection)) {}
+        connection_(std::move(connection)),
+        health_(std::move(health)) {}
 
   std::shared_ptr<RedisConnection> connection_;
+  std::shared_ptr<HealthLog> health_;
   LeaseStats before_;
 };
 
@@ -158,12 +218,25 @@ class DirectTarget : public Target {
     DirectLimiterOptions options;
     options.redis.url = o.url;
     options.redis.command_timeout = absl::Seconds(2);
+    // A call that gets no reply by the time the connection would be judged
+    // down gets the failure mode's decision then (docs/operations.md: set a
+    // short timeout with a mode), instead of holding its load thread for
+    // the command timeout.
+    options.timeout = options.redis.down_after;
+    std::shared_ptr<HealthLog> health = HealthLog::AttachTo(options.redis);
     options.key_prefix = prefix;
+    // While Redis is away the mode decides at once (and a call that was
+    // waiting when it went gets the mode's answer at its deadline), so the
+    // outage shows the mode rather than load threads stuck in calls.
+    options.failure_mode = o.failure_mode;
+    options.fallback_instances = o.FallbackInstances();
+    if (o.discover_instances) options.instance_group = "demo";
+    options.start_empty = o.start_empty;
     absl::StatusOr<std::unique_ptr<DirectLimiter>> limiter =
-        DirectLimiter::Create(LimitSpec::TokenBucket(o.limit, kPeriod),
-                              options);
+        DirectLimiter::Create(SharedSpec(o), options);
     if (!limiter.ok()) return limiter.status();
-    return std::unique_ptr<Target>(new DirectTarget(keys, *std::move(limiter)));
+    return std::unique_ptr<Target>(
+        new DirectTarget(keys, std::move(health), *std::move(limiter)));
   }
   int Decide(size_t i) override {
     absl::StatusOr<Decision> d = limiter_->TryAcquire(keys_.names[i], 1);
@@ -174,16 +247,24 @@ class DirectTarget : public Target {
   int64_t CommandsSent() override {
     return static_cast<int64_t>(limiter_->connection().stats().commands_sent);
   }
+  Health CurrentHealth() override {
+    return ToHealth(limiter_->connection().health());
+  }
+  std::vector<HealthEvent> TakeHealthEvents() override {
+    return health_->Take();
+  }
   void Stop() override { stats_ = limiter_->connection().stats(); }
   FinalStats Final() override {
     return ConnectionStats(stats_, stats_.commands_sent);
   }
 
  private:
-  DirectTarget(const KeySet& keys, std::unique_ptr<DirectLimiter> limiter)
-      : keys_(keys), limiter_(std::move(limiter)) {}
+  DirectTarget(const KeySet& keys, std::shared_ptr<HealthLog> health,
+               std::unique_ptr<DirectLimiter> limiter)
+      : keys_(keys), health_(std::move(health)), limiter_(std::move(limiter)) {}
 
   const KeySet& keys_;
+  std::shared_ptr<HealthLog> health_;
   std::unique_ptr<DirectLimiter> limiter_;
   RedisStats stats_;
 };
@@ -192,9 +273,10 @@ class DirectTarget : public Target {
 
 LimitSpec LocalSpec(const DemoOptions& o) {
   const int64_t per = o.limit / o.instances;
+  const int64_t burst = std::max<int64_t>(1, o.burst / o.instances);
   switch (o.algorithm) {
     case Algorithm::kGcra:
-      return LimitSpec::Gcra(per, kPeriod, per);
+      return LimitSpec::Gcra(per, kPeriod, burst);
     case Algorithm::kFixedWindow:
       return LimitSpec::FixedWindow(per, kPeriod);
     case Algorithm::kSlidingWindowCounter:
@@ -204,7 +286,7 @@ LimitSpec LocalSpec(const DemoOptions& o) {
     case Algorithm::kTokenBucket:
       break;
   }
-  return LimitSpec::TokenBucket(per, kPeriod, per);
+  return LimitSpec::TokenBucket(per, kPeriod, burst);
 }
 
 LeaseOptions MakeLeaseOptions(const DemoOptions& o) {

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "demo/flags.h"
@@ -30,6 +31,10 @@ class Target {
   virtual int64_t Keys() = 0;
   // Redis commands sent so far (0 for local mode).
   virtual int64_t CommandsSent() = 0;
+  // The health of the Redis connection now (kNone for local mode).
+  virtual Health CurrentHealth() { return Health::kNone; }
+  // The connection's health transitions since the last call, oldest first.
+  virtual std::vector<HealthEvent> TakeHealthEvents() { return {}; }
   // Ends the run: keeps the counters as the run ended, then shuts the
   // limiter down (leased mode returns its leases). After the load threads.
   virtual void Stop() = 0;
@@ -38,7 +43,7 @@ class Target {
 };
 
 // The limit of one local-mode instance: --algorithm with limit/N per second
-// (burst the same).
+// (burst --burst/N, at least 1).
 LimitSpec LocalSpec(const DemoOptions& o);
 
 // The lease options of leased mode, from the --lease_* flags.

@@ -6,8 +6,9 @@
 
 namespace tokenlease::tools {
 
-// Zipf keys over 100,000, 2 instances x 1 thread, 100/s per key; every
-// other field at its default.
+// Zipf keys over 100,000, 2 instances x 1 thread, 100/s per key with a
+// burst of 100, 4,700/s offered, no outage; every other field at its
+// default.
 inline DemoOptions ZipfTestOptions() {
   DemoOptions o;
   o.keys = KeyDist::kZipf;
@@ -15,6 +16,9 @@ inline DemoOptions ZipfTestOptions() {
   o.instances = 2;
   o.threads = 1;
   o.limit = 100;
+  o.burst = 100;
+  o.offered = 4700;
+  o.outage = false;
   return o;
 }
 

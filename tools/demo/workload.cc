@@ -3,6 +3,7 @@
 #include "demo/workload.h"
 
 #include <sched.h>
+#include <time.h>
 
 #include <algorithm>
 #include <chrono>
@@ -104,13 +105,21 @@ std::string LoadThreadName(int t) { return absl::StrCat("tl-load-", t); }
 bool Pacer::DueOrWait(int64_t now_ns) const {
   const double gap = next_ - static_cast<double>(now_ns);
   if (gap <= 0) return true;
-  if (pacing_ == Pacing::kSleep && gap > 30'000) {
+  if (pacing_ == Pacing::kTick) {
+    // An absolute sleep: a late wake-up does not push the grid.
+    const int64_t wake = static_cast<int64_t>(std::ceil(WakeNs(next_)));
+    const timespec ts{static_cast<time_t>(wake / 1'000'000'000),
+                      static_cast<long>(wake % 1'000'000'000)};
+    // steady_clock is CLOCK_MONOTONIC on Linux. EINTR: the caller looks
+    // at the clock again and comes back.
+    clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, nullptr);
+  } else if (pacing_ == Pacing::kSleep && gap > 30'000) {
     // Give the core away; the absolute schedule makes up for the wake-up
     // delay (within kMaxLagNs).
     std::this_thread::sleep_for(
         std::chrono::nanoseconds(static_cast<int64_t>(gap) - 20'000));
   } else if (pacing_ != Pacing::kBusy && gap > 20'000) {
-    // Yield the core to Redis and the reconcilers (2 cores, 8+ threads).
+    // Yield the core to Redis and the reconcilers.
     sched_yield();
   } else {
     CpuRelax();
@@ -118,15 +127,28 @@ bool Pacer::DueOrWait(int64_t now_ns) const {
   return false;
 }
 
+double Pacer::WakeNs(double due_ns) const {
+  if (tick_ <= 0) return due_ns;
+  return tick_origin_ + std::ceil((due_ns - tick_origin_) / tick_) * tick_;
+}
+
 void Pacer::Book(int64_t now_ns) {
   const double now = static_cast<double>(now_ns);
-  if (now - next_ > kMaxLagNs) next_ = now;
+  if (now - next_ > MaxLagNs()) next_ = now;
   next_ += interval_;
 }
 
 double CallIntervalNs(const DemoOptions& o) {
   const double rate = o.OfferedRate() / (o.instances * o.threads);
   return 1e9 / rate;
+}
+
+double TickOriginNs(const DemoOptions& o, int instance, int t,
+                    int64_t start_ns) {
+  const int total_threads = o.instances * o.threads;
+  const int global = instance * o.threads + t;
+  return static_cast<double>(start_ns) +
+         1000.0 * o.tick_us * global / static_cast<double>(total_threads);
 }
 
 double FirstCallNs(const DemoOptions& o, int instance, int t,

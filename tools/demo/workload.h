@@ -60,29 +60,49 @@ std::string LoadThreadName(int t);
 inline constexpr int64_t kMaxLagNs = 1'000'000;
 
 // One load thread's schedule: a call every `interval_ns` from `first_ns` on
-// (absolute, so wake-up delays are made up within kMaxLagNs).
+// (absolute, so wake-up delays are made up within the lag allowed).
 class Pacer {
  public:
-  Pacer(double first_ns, double interval_ns, Pacing pacing)
-      : next_(first_ns), interval_(interval_ns), pacing_(pacing) {}
+  // With Pacing::kTick the thread sleeps until the next point of the grid
+  // tick_origin_ns + k x tick_ns (all integers k), so a thread wakes at
+  // most once per tick and makes the calls due by then back to back; it
+  // may then lag its schedule by up to a tick, and that much more is
+  // allowed before calls are dropped.
+  Pacer(double first_ns, double interval_ns, Pacing pacing, double tick_ns = 0,
+        double tick_origin_ns = 0)
+      : next_(first_ns),
+        interval_(interval_ns),
+        pacing_(pacing),
+        tick_(pacing == Pacing::kTick ? tick_ns : 0),
+        tick_origin_(tick_origin_ns) {}
 
   // True if a call is due at `now_ns`. Otherwise waits part of the gap
-  // (sleeps until ~20 us before the call with --pacing=sleep; with spin,
-  // yields the core when the call is > 20 us away; else, and always with
-  // busy, pauses) and returns false: the caller reads the clock again.
+  // (tick: sleeps until the grid point at or after the call; sleep: until
+  // ~20 us before the call; spin: yields the core when the call is > 20 us
+  // away; else, and always with busy, pauses) and returns false: the
+  // caller reads the clock again.
   bool DueOrWait(int64_t now_ns) const;
 
   // Books the call made at `now_ns`; the next is due one interval after the
-  // previous due time, or after `now_ns` if that was over kMaxLagNs late.
+  // previous due time, or after `now_ns` if that was more than MaxLagNs()
+  // late.
   void Book(int64_t now_ns);
 
   // When the next call is due.
   double next_ns() const { return next_; }
+  // The grid point a tick-paced thread sleeps until for a call due at
+  // `due_ns`: the first at or after it.
+  double WakeNs(double due_ns) const;
+  // How late a call may be before the calls missed are dropped: kMaxLagNs,
+  // plus a tick with tick pacing.
+  double MaxLagNs() const { return kMaxLagNs + tick_; }
 
  private:
   double next_;
   double interval_;
   Pacing pacing_;
+  double tick_;
+  double tick_origin_;
 };
 
 // Thread `t` of instance `instance` of the run: its first call, so that the
@@ -90,6 +110,11 @@ class Pacer {
 double FirstCallNs(const DemoOptions& o, int instance, int t, int64_t start_ns);
 // The interval between one thread's calls, in ns.
 double CallIntervalNs(const DemoOptions& o);
+// The origin of thread `t`'s tick grid (--pacing=tick): the threads of all
+// instances are spread evenly over one tick, so they do not all wake at
+// once.
+double TickOriginNs(const DemoOptions& o, int instance, int t,
+                    int64_t start_ns);
 
 }  // namespace tokenlease::tools
 

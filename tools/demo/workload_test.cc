@@ -114,10 +114,60 @@ TEST(WorkloadTest, HotKeysOfferAtLeastTenPercentOfTheLimit) {
 
 TEST(WorkloadTest, ThreadsAreSpreadOverOneInterval) {
   DemoOptions o;  // 4 x 2 threads, 100,000/s: 12,500/s each
+  o.instances = 4;
+  o.threads = 2;
+  o.offered = 100'000;
   EXPECT_DOUBLE_EQ(CallIntervalNs(o), 80'000);
   EXPECT_DOUBLE_EQ(FirstCallNs(o, 0, 0, 0), 0);
   EXPECT_DOUBLE_EQ(FirstCallNs(o, 0, 1, 0), 10'000);
   EXPECT_DOUBLE_EQ(FirstCallNs(o, 3, 1, 0), 70'000);
+  // Their tick grids too (1 ms ticks, 8 threads: 125 us apart).
+  EXPECT_DOUBLE_EQ(TickOriginNs(o, 0, 0, 0), 0);
+  EXPECT_DOUBLE_EQ(TickOriginNs(o, 0, 1, 0), 125'000);
+  EXPECT_DOUBLE_EQ(TickOriginNs(o, 3, 1, 0), 875'000);
+}
+
+// Tick pacing: the thread sleeps to the grid point at or after its next
+// call, makes every call due by then, and may lag a tick before calls are
+// dropped.
+TEST(WorkloadTest, TickPacingWakesOnTheGridAndBatchesTheCallsDue) {
+  // A call every 100 ns from 1,050; ticks of 1,000 ns from 300.
+  Pacer p(1050, 100, Pacing::kTick, 1000, 300);
+  EXPECT_DOUBLE_EQ(p.WakeNs(1050), 1300);
+  EXPECT_DOUBLE_EQ(p.WakeNs(1300), 1300);  // on the grid: no wait
+  EXPECT_DOUBLE_EQ(p.WakeNs(1301), 2300);
+  // Woken at 1,300: the calls due at 1,050 .. 1,250 are made back to back.
+  int calls = 0;
+  while (p.DueOrWait(1300)) {
+    p.Book(1300);
+    ++calls;
+  }
+  EXPECT_EQ(calls, 3);
+  EXPECT_DOUBLE_EQ(p.next_ns(), 1350);
+  EXPECT_DOUBLE_EQ(p.MaxLagNs(), kMaxLagNs + 1000);
+  // A tick late is not too late; more than the allowance restarts from now.
+  p.Book(1350 + 1000);
+  EXPECT_DOUBLE_EQ(p.next_ns(), 1450);
+  const int64_t late = 1450 + kMaxLagNs + 1000 + 1;
+  p.Book(late);
+  EXPECT_DOUBLE_EQ(p.next_ns(), late + 100);
+  // Other pacings have no grid and the plain allowance.
+  const Pacer s(1050, 100, Pacing::kSleep, 1000, 300);
+  EXPECT_DOUBLE_EQ(s.WakeNs(1050), 1050);
+  EXPECT_DOUBLE_EQ(s.MaxLagNs(), kMaxLagNs);
+}
+
+TEST(WorkloadTest, TickPacingSleepsUntilTheGridPoint) {
+  // The next call 20 ms away on a 10 ms grid: one DueOrWait sleeps to the
+  // grid point at or after it (20 ms), not to the next tick and not in a
+  // busy loop.
+  const int64_t now = SteadyNs();
+  const Pacer p(static_cast<double>(now) + 20e6, 1e6, Pacing::kTick, 10e6,
+                static_cast<double>(now));
+  EXPECT_FALSE(p.DueOrWait(now));
+  const int64_t slept = SteadyNs() - now;
+  EXPECT_GE(slept, 20'000'000);
+  EXPECT_LT(slept, 2'000'000'000);  // a bound for a loaded machine
 }
 
 }  // namespace

@@ -1,0 +1,46 @@
+// Per-thread decision counters of the leased limiters (LeaseStats::
+// decisions). Counting a decision on the lease path must not write a cache
+// line that other threads write: a shared counter would turn the decision's
+// one locked instruction into two, and make threads that decide on
+// different keys contend on it.
+//
+// So every thread has an array of counter cells, which only it writes (a
+// relaxed load and a relaxed store: one writer needs no locked
+// instruction), and each limiter owns the same range of kCountsPerLimiter
+// cells in every thread's array, from Acquire to Release. stats() sums the
+// limiter's range over every array. The inline part (the thread's array,
+// CountDecision) is in tokenlease/leased.h, where the decision path is.
+//
+// Arrays are never freed: a thread that exits leaves its array (and its
+// counts) to the next thread that starts counting, so there are as many
+// arrays as threads ever counted at once. A range a limiter releases is
+// zeroed in every array before another limiter acquires it. A thread's
+// array grows (by the thread itself) when it first counts for a limiter
+// whose range lies beyond it.
+//
+// One mutex guards the arrays' list, their replacement when they grow,
+// the free ranges and the sums: it is taken on a thread's first decision
+// for a limiter beyond its array, by stats(), and by limiters' creation
+// and destruction; never on a counted decision otherwise.
+#ifndef TOKENLEASE_SRC_LEASED_DECISION_COUNTS_H_
+#define TOKENLEASE_SRC_LEASED_DECISION_COUNTS_H_
+
+#include <cstdint>
+
+#include "tokenlease/leased.h"
+#include "tokenlease/metrics.h"
+
+namespace tokenlease::internal {
+
+// A range of kCountsPerLimiter cells, zero in every thread's array, for a
+// new limiter; returns the index of its first cell.
+uint32_t AcquireDecisionCells();
+// Gives the range starting at `base` back (zeroing it everywhere). No
+// thread may count into it any more.
+void ReleaseDecisionCells(uint32_t base);
+// The sums of the range starting at `base` over every thread.
+DecisionCounts SumDecisionCells(uint32_t base);
+
+}  // namespace tokenlease::internal
+
+#endif  // TOKENLEASE_SRC_LEASED_DECISION_COUNTS_H_

@@ -1,0 +1,252 @@
+#include "cli/check.h"
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <ostream>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
+#include "absl/time/time.h"
+#include "cli/common.h"
+#include "cli/flag_table.h"
+#include "cli/spec_flags.h"
+#include "cli/throttle.h"
+#include "tokenlease/direct.h"
+
+namespace tokenlease::cli {
+namespace {
+
+constexpr char kUsage[] =
+    R"(Usage: tokenlease check --key=<key> --limit=<n> [--period=1s] [flags]
+       tokenlease check [--format=throttle] <key> <max_burst> <count per period> <period seconds> [<quantity>]
+
+One direct-mode decision on Redis: takes --cost tokens of --key if the limit
+admits them now (DirectLimiter::TryAcquire: one atomic script call, timed by
+the server's clock), and prints the decision. Services and other `check`
+calls share the limit when --prefix, --key and the limit are the same.
+
+The second form takes redis-cell's CL.THROTTLE arguments: GCRA with <count>
+tokens per <period> seconds and a capacity of max_burst + 1, charging
+<quantity> (default 1; 0 only looks). With --format=throttle the reply is
+CL.THROTTLE's five integers, one a line: limited (0/1), total limit,
+remaining, retry after (s, -1 if allowed or never), reset after (s).
+
+Exit status: 0 allowed, 1 denied, 2 usage or Redis error (on stderr).)";
+
+struct CheckFlags {
+  SpecFlags spec;
+  std::string key;
+  int64_t cost = 1;
+  std::string prefix = DirectLimiterOptions{}.key_prefix;
+  std::string url;
+  absl::Duration timeout = absl::Seconds(2);
+  std::string format = "human";
+};
+
+void AddCheckFlags(CheckFlags* f, FlagTable* t) {
+  AddSpecFlags(&f->spec, t);
+  t->Add("key", &f->key, "the limited key (required in the flag form)");
+  t->Add("cost", &f->cost,
+         "tokens to take, 0 to 2^50; 0 only looks (admitted if the limit is "
+         "not exhausted, nothing charged)");
+  t->Add("prefix", &f->prefix,
+         "DirectLimiterOptions::key_prefix: the Redis keys are "
+         "{<prefix><key>}:b<band>");
+  t->Add("url", &f->url,
+         absl::StrCat("Redis server, redis://[[user]:password@]host[:port]"
+                      "[/db] or unix:///path[?db=N]; empty: "
+                      "$TOKENLEASE_REDIS_URL (keeps a password off the "
+                      "command line), else ",
+                      kDefaultRedisUrl));
+  t->Add("timeout", &f->timeout,
+         "how long to wait for the connection and the decision, 1ms to 1m");
+  t->Add("format", &f->format,
+         "human (one line), throttle (CL.THROTTLE's five integers) or json "
+         "(one object)");
+}
+
+// The request, from flags or from the CL.THROTTLE arguments.
+struct CheckRequest {
+  CheckOutcome outcome;  // key, cost, spec and limit filled in
+  CheckFormat format = CheckFormat::kHuman;
+  std::string prefix;
+  std::string url;
+  absl::Duration timeout;
+};
+
+absl::StatusOr<CheckFormat> ParseFormat(const std::string& f) {
+  if (f == "human") return CheckFormat::kHuman;
+  if (f == "throttle") return CheckFormat::kThrottle;
+  if (f == "json") return CheckFormat::kJson;
+  return absl::InvalidArgumentError(absl::StrCat(
+      "--format is '", f, "'; it must be human, throttle or json"));
+}
+
+absl::StatusOr<CheckRequest> MakeRequest(
+    const CheckFlags& f, const FlagTable& table,
+    const std::vector<std::string>& positional) {
+  CheckRequest r;
+  absl::StatusOr<CheckFormat> format = ParseFormat(f.format);
+  if (!format.ok()) return format.status();
+  r.format = *format;
+  if (!positional.empty()) {
+    if (AnySpecFlagGiven(table) || table.specified("key") ||
+        table.specified("cost")) {
+      return absl::InvalidArgumentError(
+          "give the limit either as flags (--key, --limit, ...) or as "
+          "CL.THROTTLE arguments (<key> <max_burst> <count> <period> "
+          "[<quantity>]), not both");
+    }
+    absl::StatusOr<ThrottleArgs> t = ParseThrottleArgs(positional);
+    if (!t.ok()) return t.status();
+    r.outcome.key = t->key;
+    r.outcome.cost = t->quantity;
+    r.outcome.spec = ThrottleSpec(*t);
+    r.outcome.limit = t->max_burst + 1;
+  } else {
+    absl::StatusOr<LimitSpec> spec = SpecFromFlags(f.spec);
+    if (!spec.ok()) return spec.status();
+    r.outcome.spec = *std::move(spec);
+    r.outcome.limit = SmallestCapacity(r.outcome.spec);
+    r.outcome.key = f.key;
+    r.outcome.cost = f.cost;
+  }
+  if (r.outcome.key.empty()) {
+    return absl::InvalidArgumentError(
+        "--key is missing: say which key to decide for (e.g. "
+        "--key=user:42)");
+  }
+  if (r.outcome.cost < 0 || r.outcome.cost > (int64_t{1} << 50)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--cost is ", r.outcome.cost, "; it must be between 0 and 2^50"));
+  }
+  if (f.timeout < absl::Milliseconds(1) || f.timeout > absl::Minutes(1)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--timeout is ", absl::FormatDuration(f.timeout),
+                     "; it must be between 1ms and 1m"));
+  }
+  r.prefix = f.prefix;
+  r.url = ResolveRedisUrl(f.url);
+  r.timeout = f.timeout;
+  return r;
+}
+
+std::string Describe(const absl::Status& s) {
+  return absl::StrCat(absl::StatusCodeToString(s.code()), ": ", s.message());
+}
+
+// What to do about an error of the call, for the message.
+std::string Hint(const absl::Status& s, const CheckRequest& r) {
+  switch (s.code()) {
+    case absl::StatusCode::kUnavailable:
+    case absl::StatusCode::kDeadlineExceeded:
+      return absl::StrCat("; is Redis running at ", Redacted(r.url),
+                          "? (--url or $TOKENLEASE_REDIS_URL; --timeout=",
+                          absl::FormatDuration(r.timeout), ")");
+    case absl::StatusCode::kFailedPrecondition:
+    case absl::StatusCode::kInternal:
+      return absl::StrCat("; `tokenlease inspect --prefix=", r.prefix,
+                          " --key=", r.outcome.key,
+                          "` shows what the key holds");
+    default:
+      return "";
+  }
+}
+
+}  // namespace
+
+std::string FormatHuman(const CheckOutcome& o) {
+  const Decision& d = o.decision;
+  std::string retry;
+  if (d.allowed) {
+    retry = "0";
+  } else if (d.retry_after_ns == kNever) {
+    retry =
+        absl::StrCat("never (cost ", o.cost,
+                     " is more than the limit admits at once, ", o.limit, ")");
+  } else {
+    retry = absl::FormatDuration(d.retry_after());
+  }
+  return absl::StrCat(d.allowed ? "allowed" : "denied", ": remaining ",
+                      d.remaining, ", retry after ", retry, ", reset after ",
+                      absl::FormatDuration(d.reset_after()), " (key ",
+                      JsonString(o.key), ", cost ", o.cost, ", ",
+                      DescribeSpec(o.spec), ")\n");
+}
+
+std::string FormatJson(const CheckOutcome& o) {
+  const Decision& d = o.decision;
+  const int64_t retry_us =
+      d.retry_after_ns == kNever ? -1 : d.retry_after_ns / 1000;
+  return absl::StrCat(
+      "{\"allowed\":", d.allowed ? "true" : "false",
+      ",\"remaining\":", d.remaining, ",\"retry_after_us\":", retry_us,
+      ",\"reset_after_us\":", d.reset_after_ns / 1000, ",\"limit\":", o.limit,
+      ",\"key\":", JsonString(o.key), ",\"cost\":", o.cost,
+      ",\"spec\":", JsonString(DescribeSpec(o.spec)), "}\n");
+}
+
+int RunCheck(absl::Span<const std::string> args, std::ostream& out,
+             std::ostream& err) {
+  CheckFlags flags;
+  FlagTable table(kUsage);
+  AddCheckFlags(&flags, &table);
+  absl::StatusOr<std::vector<std::string>> positional = table.Parse(args);
+  if (table.help_requested()) {
+    out << table.Usage();
+    return kExitOk;
+  }
+  absl::StatusOr<CheckRequest> r =
+      positional.ok() ? MakeRequest(flags, table, *positional)
+                      : absl::StatusOr<CheckRequest>(positional.status());
+  if (!r.ok()) {
+    err << "tokenlease check: " << r.status().message()
+        << "\n(see `tokenlease check --help`)\n";
+    return kExitUsage;
+  }
+
+  DirectLimiterOptions options;
+  options.redis.url = r->url;
+  // One decision: the connection may take the whole --timeout to come up,
+  // and nothing is left to finish when the program ends.
+  options.redis.connect_timeout = r->timeout;
+  options.redis.command_timeout = r->timeout;
+  options.redis.shutdown_grace = absl::ZeroDuration();
+  options.key_prefix = r->prefix;
+  options.timeout = r->timeout;
+  absl::StatusOr<std::unique_ptr<DirectLimiter>> limiter =
+      DirectLimiter::Create(r->outcome.spec, options);
+  if (!limiter.ok()) {
+    err << "tokenlease check: " << limiter.status().message()
+        << "\n(see `tokenlease check --help`)\n";
+    return kExitUsage;
+  }
+  absl::StatusOr<Decision> d =
+      (*limiter)->TryAcquire(r->outcome.key, r->outcome.cost, r->timeout);
+  if (!d.ok()) {
+    err << "tokenlease check: no decision from " << Redacted(r->url) << ": "
+        << Describe(d.status()) << Hint(d.status(), *r) << "\n";
+    return kExitUsage;
+  }
+  CheckOutcome& o = r->outcome;
+  o.decision = *d;
+  switch (r->format) {
+    case CheckFormat::kHuman:
+      out << FormatHuman(o);
+      break;
+    case CheckFormat::kThrottle:
+      out << FormatThrottleReply(CellThrottleReply(o.decision, o.limit));
+      break;
+    case CheckFormat::kJson:
+      out << FormatJson(o);
+      break;
+  }
+  return d->allowed ? kExitOk : kExitDenied;
+}
+
+}  // namespace tokenlease::cli

@@ -1,0 +1,94 @@
+// The `tokenlease` program itself (TOKENLEASE_CLI_PROGRAM): its dispatch to
+// the commands and their exit statuses, as a shell script sees them. Every
+// run is bounded by timeout(1).
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "testing/redis_test.h"
+
+namespace tokenlease::cli {
+namespace {
+
+using ::testing::HasSubstr;
+
+struct Result {
+  int code = -1;
+  std::string out;  // stdout and stderr
+};
+
+// Runs the program with `args` (already quoted for the shell).
+Result Program(const std::string& args) {
+  const std::string cmd = absl::StrCat(
+      "timeout -k 5 60 '", TOKENLEASE_CLI_PROGRAM, "' ", args, " 2>&1");
+  Result r;
+  FILE* p = popen(cmd.c_str(), "r");
+  if (p == nullptr) return r;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof(buf), p)) > 0) r.out.append(buf, n);
+  const int status = pclose(p);
+  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
+}
+
+TEST(ProgramTest, HelpListsEveryCommand) {
+  const Result r = Program("help");
+  EXPECT_EQ(r.code, 0);
+  for (const char* c : {"demo", "check", "inspect", "bench", "help"}) {
+    EXPECT_THAT(r.out, HasSubstr(absl::StrCat("\n  ", c, " ")));
+  }
+}
+
+TEST(ProgramTest, UnknownCommandExitsTwo) {
+  const Result r = Program("chekc");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_THAT(r.out, HasSubstr("unknown command \"chekc\""));
+}
+
+TEST(ProgramTest, EachCommandHasHelp) {
+  for (const char* c : {"check", "inspect", "bench"}) {
+    const Result r = Program(absl::StrCat(c, " --help"));
+    EXPECT_EQ(r.code, 0) << c;
+    EXPECT_THAT(r.out, HasSubstr(absl::StrCat("Usage: tokenlease ", c)));
+    EXPECT_THAT(r.out, HasSubstr("--url=\"\""));
+  }
+}
+
+class ProgramRedisTest : public testing::RedisTest {};
+
+TEST_F(ProgramRedisTest, CheckExitStatusIsTheDecision) {
+  const std::string args =
+      absl::StrCat("check --url=", url(), " '--prefix=", prefix(),
+                   "' --format=throttle k 0 1 3600");
+  Result r = Program(args);
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_EQ(r.out, "0\n1\n0\n-1\n3600\n");
+  r = Program(args);
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_THAT(r.out, ::testing::StartsWith("1\n1\n0\n"));
+  r = Program(
+      "check --limit=1 --key=k --timeout=200ms "
+      "--url=unix:///nonexistent/tokenlease.sock");
+  EXPECT_EQ(r.code, 2) << r.out;
+}
+
+TEST_F(ProgramRedisTest, InspectAfterCheck) {
+  const std::string where =
+      absl::StrCat("--url=", url(), " '--prefix=", prefix(), "'");
+  ASSERT_EQ(
+      Program(absl::StrCat("check ", where, " --key=k --limit=5 --period=1h"))
+          .code,
+      0);
+  const Result r =
+      Program(absl::StrCat("inspect ", where, " --limit=5 --period=1h k"));
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_THAT(r.out, HasSubstr("available now: 4 of 5"));
+}
+
+}  // namespace
+}  // namespace tokenlease::cli

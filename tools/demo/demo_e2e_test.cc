@@ -1,0 +1,256 @@
+// The demo end to end: the real `tokenlease` program ($TOKENLEASE_CLI, set
+// by ctest) runs a short default-shaped run (hot key, leased mode,
+// fail_local) against its own private redis-server, with a short outage.
+// Its summary, its CSV and its chart are checked against the limit.
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "demo/redis_server.h"
+#include "demo/xml_check.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace tokenlease::tools {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::Not;
+using testing::ParseXml;
+using testing::XmlElement;
+
+// The run: 5 s, 2,000/s (burst 200), windows of 250 ms, Redis stopped
+// from 1.5 s to 3 s. The load is sized by the machine, as by default.
+constexpr double kSeconds = 5, kOutageAt = 1.5, kOutageSeconds = 1.5;
+constexpr double kLimit = 2000, kBurst = 200;
+// Generous for a loaded machine under a sanitizer; a run takes ~7 s.
+constexpr auto kTimeout = std::chrono::seconds(240);
+
+struct Ran {
+  int status = -1;
+  std::string output;  // stdout and stderr
+};
+
+// Runs `argv` with its output captured; kills it after kTimeout.
+Ran RunProgram(const std::vector<std::string>& args) {
+  Ran r;
+  int out[2];
+  if (pipe2(out, O_CLOEXEC) != 0) return r;
+  std::vector<char*> argv;
+  for (const std::string& a : args)
+    argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  const pid_t pid = fork();
+  if (pid == 0) {
+    dup2(out[1], STDOUT_FILENO);
+    dup2(out[1], STDERR_FILENO);
+    execv(argv[0], argv.data());
+    _exit(127);
+  }
+  close(out[1]);
+  const auto deadline = std::chrono::steady_clock::now() + kTimeout;
+  char buf[65536];
+  for (;;) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) {
+      kill(pid, SIGKILL);
+      r.output += "\n[killed: the run did not end within the test's timeout]";
+      break;
+    }
+    pollfd p{out[0], POLLIN, 0};
+    if (poll(&p, 1, static_cast<int>(left.count())) <= 0) continue;
+    const ssize_t n = read(out[0], buf, sizeof(buf));
+    if (n <= 0) break;
+    r.output.append(buf, n);
+  }
+  close(out[0]);
+  waitpid(pid, &r.status, 0);
+  return r;
+}
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream f(path);
+  std::stringstream s;
+  s << f.rdbuf();
+  return s.str();
+}
+
+// The hot key's admissions per phase from the CSV's "all" rows, and how
+// many windows each phase has.
+struct CsvPhases {
+  std::map<std::string, int64_t> admitted, windows;
+};
+
+CsvPhases ReadCsv(const std::string& text) {
+  CsvPhases p;
+  std::vector<std::string> lines =
+      absl::StrSplit(text, '\n', absl::SkipEmpty());
+  EXPECT_FALSE(lines.empty());
+  if (lines.empty()) return p;
+  EXPECT_EQ(lines[0],
+            "window_start_s,instance,offered,admitted,limit_bound,hot_offered,"
+            "hot_admitted,keys,rss_kb,redis_commands_total,redis_used_memory,"
+            "phase");
+  for (size_t i = 1; i < lines.size(); ++i) {
+    std::vector<std::string> f = absl::StrSplit(lines[i], ',');
+    EXPECT_EQ(f.size(), 12u) << lines[i];
+    if (f.size() != 12 || f[1] != "all") continue;
+    int64_t hot = 0;
+    EXPECT_TRUE(absl::SimpleAtoi(f[6], &hot)) << lines[i];
+    p.admitted[f[11]] += hot;
+    ++p.windows[f[11]];
+  }
+  return p;
+}
+
+double Num(const std::string& s) {
+  std::string plain = s;
+  plain.erase(std::remove(plain.begin(), plain.end(), ','), plain.end());
+  double v = NAN;
+  EXPECT_TRUE(absl::SimpleAtod(plain, &v)) << s;
+  return v;
+}
+
+// The pixel position of value `v` on an axis, from its tick labels.
+double Position(const std::vector<const XmlElement*>& ticks,
+                const char* coordinate, double v) {
+  EXPECT_GE(ticks.size(), 2u);
+  if (ticks.size() < 2) return NAN;
+  const XmlElement& a = *ticks.front();
+  const XmlElement& b = *ticks.back();
+  const double va = Num(a.text), vb = Num(b.text);
+  const double pa = Num(a.Attr(coordinate)), pb = Num(b.Attr(coordinate));
+  return pa + (v - va) / (vb - va) * (pb - pa);
+}
+
+class DemoEndToEndTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const char* cli = std::getenv("TOKENLEASE_CLI");
+    if (cli == nullptr || *cli == '\0') {
+      GTEST_SKIP() << "TOKENLEASE_CLI names no program (ctest sets it to the "
+                      "`tokenlease` program)";
+    }
+    cli_ = cli;
+    ASSERT_NE(FindOnPath("redis-server"), "")
+        << "redis-server is not on PATH: apt-get install redis-server";
+    const char* tmp = std::getenv("TMPDIR");
+    std::string dir = absl::StrCat(tmp != nullptr && *tmp ? tmp : "/tmp",
+                                   "/tokenlease_demo_e2e_XXXXXX");
+    ASSERT_NE(mkdtemp(dir.data()), nullptr);
+    dir_ = dir;
+  }
+  void TearDown() override {
+    if (dir_.empty()) return;
+    std::remove((dir_ + "/run.csv").c_str());
+    std::remove((dir_ + "/run.svg").c_str());
+    rmdir(dir_.c_str());
+  }
+
+  std::string cli_, dir_;
+};
+
+TEST_F(DemoEndToEndTest, AShortRunWithAnOutageHoldsTheLimit) {
+  const Ran r = RunProgram({cli_, "demo", absl::StrCat("--seconds=", kSeconds),
+                            absl::StrCat("--limit=", kLimit), "--window_ms=250",
+                            absl::StrCat("--outage_at=", kOutageAt),
+                            absl::StrCat("--outage_seconds=", kOutageSeconds),
+                            "--csv=" + dir_ + "/run.csv",
+                            "--chart=" + dir_ + "/run.svg"});
+  ASSERT_TRUE(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0)
+      << "status " << r.status << "\n"
+      << r.output;
+  const std::string& out = r.output;
+
+  // The banner and the live rows (plain: the output is a pipe).
+  EXPECT_THAT(out, HasSubstr("tokenlease demo, scenario hot"));
+  EXPECT_THAT(out, HasSubstr("failure_mode=fail_local"));
+  EXPECT_THAT(out, HasSubstr("  STOPPED "));  // rows during the outage
+  EXPECT_THAT(out, HasSubstr("redis-server stopped (SIGSTOP)"));
+  EXPECT_THAT(out, HasSubstr("redis-server resumed (SIGCONT)"));
+  EXPECT_THAT(out, HasSubstr("healthy -> down"));
+  EXPECT_THAT(out, Not(HasSubstr("\x1b[")));
+
+  // The summary: every phase, each within its bound.
+  EXPECT_THAT(out, HasSubstr("== summary (leased, hot, outage 1.5-3 s, "
+                             "fail_local) =="));
+  for (const char* phase :
+       {"before the outage", "during: STOPPED", "after", "whole run"}) {
+    const size_t at = out.find(absl::StrCat("\n  ", phase, ": "));
+    ASSERT_NE(at, std::string::npos) << phase;
+    const std::string line =
+        out.substr(at + 1, out.find('\n', at + 1) - at - 1);
+    EXPECT_THAT(line, HasSubstr("(within, ")) << line;
+  }
+  EXPECT_THAT(out, Not(HasSubstr("BOUND EXCEEDED")));
+
+  // The CSV, summed here: the hot key against the limit, phase by phase.
+  const CsvPhases csv = ReadCsv(ReadFile(dir_ + "/run.csv"));
+  EXPECT_EQ(csv.windows.at("before"), 6);  // 0-1.5 s
+  EXPECT_EQ(csv.windows.at("during"), 6);  // 1.5-3 s
+  EXPECT_EQ(csv.windows.at("after"), 8);   // 3-5 s
+  int64_t total = 0;
+  for (const auto& [phase, n] : csv.admitted) total += n;
+  // Whole run: burst + limit x duration + 2 bursts (fail_local).
+  EXPECT_LE(total, kBurst + kLimit * kSeconds + 2 * kBurst);
+  EXPECT_LE(csv.admitted.at("before"), kBurst + kLimit * kOutageAt);
+  // fail_local kept admitting during the outage, and leasing resumed after
+  // it (a quarter of the limit is far below either, even on a loaded
+  // machine).
+  EXPECT_GE(csv.admitted.at("during"), 0.25 * kLimit * kOutageSeconds);
+  EXPECT_GE(csv.admitted.at("after"),
+            0.25 * kLimit * (kSeconds - kOutageAt - kOutageSeconds));
+
+  // The chart: well-formed, the outage shaded over 1.5-3 s of its x axis,
+  // the limit at 2,000 on its y axis.
+  EXPECT_THAT(out, HasSubstr("chart: " + dir_ + "/run.svg"));
+  absl::StatusOr<std::unique_ptr<XmlElement>> svg =
+      ParseXml(ReadFile(dir_ + "/run.svg"));
+  ASSERT_TRUE(svg.ok()) << svg.status();
+  const XmlElement& root = **svg;
+  EXPECT_EQ(root.name, "svg");
+  const std::vector<const XmlElement*> x_ticks = root.FindAll("text", "x-tick");
+  const std::vector<const XmlElement*> y_ticks = root.FindAll("text", "y-tick");
+  const std::vector<const XmlElement*> band = root.FindAll("rect", "outage");
+  ASSERT_EQ(band.size(), 1u);
+  const double x0 = Num(band[0]->Attr("x"));
+  EXPECT_NEAR(x0, Position(x_ticks, "x", kOutageAt), 1.0);
+  EXPECT_NEAR(x0 + Num(band[0]->Attr("width")),
+              Position(x_ticks, "x", kOutageAt + kOutageSeconds), 1.0);
+  const std::vector<const XmlElement*> limit = root.FindAll("line", "limit");
+  ASSERT_EQ(limit.size(), 1u);
+  // A tick label's y is its baseline, 4 px below the value's position.
+  EXPECT_NEAR(Num(limit[0]->Attr("y1")) + 4, Position(y_ticks, "y", kLimit),
+              1.0);
+  const std::vector<const XmlElement*> lines = root.FindAll("polyline");
+  ASSERT_GE(lines.size(), 3u);  // all instances, and at least two
+  EXPECT_TRUE(lines[0]->HasClass("global"));
+  // Two points (a step) per window.
+  EXPECT_EQ(
+      std::vector<std::string>(absl::StrSplit(lines[0]->Attr("points"), ' '))
+          .size(),
+      40u);
+}
+
+}  // namespace
+}  // namespace tokenlease::tools
