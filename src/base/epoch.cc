@@ -1,6 +1,7 @@
 #include "base/epoch.h"
 
 #include <linux/membarrier.h>
+#include <pthread.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -32,18 +33,30 @@ void SetUpBarriers() {
 #endif
 }
 
-// Gives the thread's slot back when the thread exits.
-struct SlotRelease {
-  EpochSlot* slot = nullptr;
-  ~SlotRelease() {
-    if (slot == nullptr) return;
-    // Release: the thread's last critical section happens before a new
-    // owner (acquire on claim) reuses the slot.
-    slot->epoch.store(0, std::memory_order_release);
-    slot->in_use.store(false, std::memory_order_release);
-  }
-};
-thread_local SlotRelease t_release;
+// Gives the thread's slot back when the thread exits: a pthread key's
+// destructor, which glibc runs after the thread's C++ thread_local
+// destructors. A critical section in one of those still has its slot, and
+// never writes to a slot given back (which another thread may own by
+// then). A critical section in another key's destructor registers again,
+// and glibc calls this again (up to PTHREAD_DESTRUCTOR_ITERATIONS rounds).
+void ReleaseSlot(void* arg) {
+  EpochSlot* slot = static_cast<EpochSlot*>(arg);
+  epoch_internal::tls.slot = nullptr;  // a later section registers again
+  // Release: the thread's last critical section happens before a new
+  // owner (acquire on claim) reuses the slot.
+  slot->epoch.store(0, std::memory_order_release);
+  slot->in_use.store(false, std::memory_order_release);
+}
+
+pthread_key_t SlotKey() {
+  static const pthread_key_t key = [] {
+    pthread_key_t k;
+    // Fails only when the process is out of keys (PTHREAD_KEYS_MAX, 1024).
+    if (pthread_key_create(&k, &ReleaseSlot) != 0) std::abort();
+    return k;
+  }();
+  return key;
+}
 
 void HeavyBarrier() {
   if (g_membarrier) {
@@ -62,7 +75,8 @@ EpochSlot* epoch_internal::RegisterThread() {
   EpochSlot* slot = ClaimOrAddSlot(g_slots, std::memory_order_acquire,
                                    std::memory_order_release);
   tls.slot = slot;
-  t_release.slot = slot;
+  // Allocates at most once per thread (glibc's second-level key array).
+  if (pthread_setspecific(SlotKey(), slot) != 0) std::abort();
   return slot;
 }
 
