@@ -393,8 +393,9 @@ class LeasedLimiter {
  public:
   // Validates `spec` (as DirectLimiter does) and `options`, connects (in
   // the background) unless options.connection is given, and starts the
-  // reconciler thread. Leased decisions never borrow: spec.max_borrow is
-  // not used (Limiter::Reserve and DirectLimiter::Reserve borrow).
+  // reconciler thread. Leased decisions never borrow: a spec with a
+  // max_borrow is InvalidArgument (Limiter::Reserve and
+  // DirectLimiter::Reserve borrow).
   static absl::StatusOr<std::unique_ptr<LeasedLimiter>> Create(
       const LimitSpec& spec, const LeasedLimiterOptions& options = {});
   // Returns every unused token to Redis and charges what was admitted

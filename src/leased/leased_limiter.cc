@@ -15,6 +15,7 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "absl/time/time.h"
 #include "base/absl_view.h"
 #include "core/local_fallback.h"
 #include "core/options_checks.h"
@@ -649,6 +650,14 @@ LeaseHandle::~LeaseHandle() { Unpin(entry_); }
 absl::StatusOr<std::unique_ptr<LeasedLimiter>> LeasedLimiter::Create(
     const LimitSpec& spec, const LeasedLimiterOptions& options) {
   if (absl::Status s = internal::ValidateScriptSpec(spec); !s.ok()) return s;
+  if (spec.max_borrow != absl::ZeroDuration()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "LeasedLimiter::Create: spec.max_borrow is ",
+        absl::FormatDuration(spec.max_borrow),
+        ", but a leased decision never borrows (there is no Reserve in "
+        "leased mode); set max_borrow to zero, or borrow with "
+        "Limiter::Reserve or DirectLimiter::Reserve"));
+  }
   if (absl::Status s = options.Validate(); !s.ok()) return s;
   if (absl::Status s = internal::CheckFailureOptions(spec, options); !s.ok()) {
     return s;

@@ -79,6 +79,20 @@ using LeasedLimiterTest = LeasedFixture<tokenlease::testing::RedisTest>;
 using LeasedLimiterFaultTest =
     LeasedFixture<tokenlease::testing::PrivateRedisTest>;
 
+TEST_F(LeasedLimiterTest, ASpecThatBorrowsIsRefused) {
+  LimitSpec spec = LimitSpec::TokenBucket(10, absl::Seconds(1));
+  spec.max_borrow = absl::Seconds(2);
+  LeasedLimiterOptions options;
+  options.connection = NewConnection();
+  absl::StatusOr<std::unique_ptr<LeasedLimiter>> l =
+      LeasedLimiter::Create(spec, options);
+  EXPECT_EQ(l.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(l.status().message().find("max_borrow is 2s"), std::string::npos)
+      << l.status();
+  spec.max_borrow = absl::ZeroDuration();
+  EXPECT_TRUE(LeasedLimiter::Create(spec, options).ok());
+}
+
 TEST_F(LeasedLimiterTest, ColdKeyDeniesThenServesFromTheLease) {
   LeaseOptions lease;
   lease.cold_key_policy = ColdKeyPolicy::kDeny;
