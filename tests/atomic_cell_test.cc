@@ -64,7 +64,11 @@ TEST(AtomicCellTest, SnapshotLoadsAreNeverTorn) {
   writer.join();
   EXPECT_EQ(not_snapshot, 0);
   EXPECT_EQ(torn, 0);
-  EXPECT_GE(changes, 100'000);  // the reader really raced the writer
+  // The reader really raced the writer. 100,000 changes take a few ms when
+  // both threads run at once; on a loaded machine they may share one core
+  // and see each other only at preemptions, a few hundred times a second,
+  // so the bound the test insists on is lower.
+  EXPECT_GE(changes, 1'000);
 }
 
 }  // namespace
