@@ -29,6 +29,21 @@ namespace {
 // command by its deadline) would still be safe.
 template <typename T>
 struct Rendezvous {
+  // On the client thread: keeps `r` for the waiter, then wakes it. An error
+  // is kept as a new Status with a copy of its message, which shares no
+  // reference-counted payload with the copies the client thread still
+  // holds: the count lives in the system's Abseil, which ThreadSanitizer
+  // does not see, so a payload freed by the client thread after the waiter
+  // read it was reported as a race although the count orders the two.
+  void Deliver(absl::StatusOr<T> r) {
+    if (r.ok()) {
+      result = std::move(r);
+    } else {
+      result = absl::Status(r.status().code(), r.status().message());
+    }
+    done.Notify();
+  }
+
   internal::Notification done;
   absl::StatusOr<T> result;
 };
@@ -376,10 +391,7 @@ absl::StatusOr<Decision> DirectLimiter::TryAcquire(std::string_view key,
   auto state = std::make_shared<Rendezvous<Decision>>();
   TryAcquireAsync(
       key, cost,
-      [state](absl::StatusOr<Decision> d) {
-        state->result = std::move(d);
-        state->done.Notify();
-      },
+      [state](absl::StatusOr<Decision> d) { state->Deliver(std::move(d)); },
       timeout);
   // The client answers every command by its deadline; this wait is bounded
   // by it (and by shutdown_grace if the connection is being destroyed).
@@ -405,10 +417,7 @@ absl::StatusOr<Reservation> DirectLimiter::Reserve(std::string_view key,
   auto state = std::make_shared<Rendezvous<Reservation>>();
   ReserveAsync(
       key, cost, max_wait,
-      [state](absl::StatusOr<Reservation> r) {
-        state->result = std::move(r);
-        state->done.Notify();
-      },
+      [state](absl::StatusOr<Reservation> r) { state->Deliver(std::move(r)); },
       timeout);
   state->done.WaitForNotification();
   return std::move(state->result);
