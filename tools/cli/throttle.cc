@@ -63,13 +63,10 @@ int64_t CellSeconds(int64_t ns) {
 }
 
 ThrottleReply CellThrottleReply(const Decision& d, int64_t limit) {
-  ThrottleReply r;
-  r.limited = d.allowed ? 0 : 1;
-  r.limit = limit;
-  r.remaining = d.remaining;
-  r.retry_after_s = d.allowed || d.retry_after_ns == kNever
-                        ? -1
-                        : CellSeconds(d.retry_after_ns);
+  // The library's reply (fields, and -1 when no retry is needed), with
+  // redis-cell's rounding of the two times.
+  ThrottleReply r = ToThrottleReply(d, limit);
+  if (r.retry_after_s != -1) r.retry_after_s = CellSeconds(d.retry_after_ns);
   r.reset_after_s = CellSeconds(d.reset_after_ns);
   return r;
 }
