@@ -38,8 +38,8 @@ namespace tokenlease_bench {
 namespace {
 
 using tokenlease::Decision;
-using tokenlease::KeyHandle;
 using tokenlease::Limiter;
+using KeyHandle = tokenlease::Limiter::Handle;
 using tokenlease::LimiterOptions;
 using tokenlease::LimitSpec;
 

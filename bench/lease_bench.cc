@@ -1,5 +1,6 @@
-// The leased decision (LeasedLimiter::TryAcquire through a LeaseHandle: one
-// relaxed load and fetch_sub on the key's balance, no clock, no I/O) next to
+// The leased decision (LeasedLimiter::TryAcquire through a
+// LeasedLimiter::Handle: one relaxed load and fetch_sub on the key's
+// balance, no clock, no I/O) next to
 // the local engine (Limiter::TryAcquire(handle, cost, now)) and the mutex
 // baseline (mutex_baseline.h), in one binary. Target: the leased decision
 // <= 10 ns median.
@@ -23,7 +24,7 @@
 //
 // "lease/handle_uncounted" and "lease/one_key_handle_uncounted" make the
 // same decisions on the same limiters without counting them
-// (LeaseStats::decisions, docs/metrics.md): the ratio to their counted
+// (LimiterStats::decisions, docs/metrics.md): the ratio to their counted
 // twins is what counting costs.
 #include <atomic>
 #include <cstdint>
@@ -41,16 +42,17 @@
 #include "absl/time/time.h"
 #include "benchmark/benchmark.h"
 #include "mutex_baseline.h"
+#include "tokenlease/internal/lease_benchmark_access.h"
 #include "tokenlease/tokenlease.h"
 
 namespace tokenlease_bench {
 namespace {
 
 using tokenlease::Decision;
-using tokenlease::KeyHandle;
 using tokenlease::LeasedLimiter;
-using tokenlease::LeaseHandle;
 using tokenlease::Limiter;
+using KeyHandle = tokenlease::Limiter::Handle;
+using LeaseHandle = tokenlease::LeasedLimiter::Handle;
 using tokenlease::LimitSpec;
 
 constexpr int64_t kHuge = 1'000'000'000'000;  // 1e12 per second
@@ -129,7 +131,7 @@ LeaseCase* MakeLeaseCase(const std::string& url, Load load, int n) {
       c->limiter->TryAcquire(c->handle, 1);
       absl::SleepFor(absl::Milliseconds(10));
     }
-    if (c->limiter->stats().denied_by_redis == 0) {
+    if (c->limiter->stats().lease.denied_by_redis == 0) {
       Die("deny case: Redis never refused a lease");
     }
   }
@@ -210,7 +212,7 @@ void Register(const std::string& url, Load load) {
               admit ? "lease/handle/admit" : nullptr);
         });
     // The same decision on the same key without counting it
-    // (LeaseStats::decisions): the code differs in nothing else, so the
+    // (LimiterStats::decisions): the code differs in nothing else, so the
     // ratio to lease/handle is what counting costs.
     RegisterBenchmark(
         Name("lease", "handle_uncounted", load).c_str(), [c, admit](State& s) {

@@ -263,6 +263,10 @@ install(FILES
   "${PROJECT_BINARY_DIR}/tokenleaseConfigVersion.cmake"
   DESTINATION "${TOKENLEASE_INSTALL_CMAKEDIR}"
   COMPONENT tokenlease)
+# The license (Apache-2.0) travels with the package.
+install(FILES "${PROJECT_SOURCE_DIR}/LICENSE"
+  DESTINATION "${CMAKE_INSTALL_DATADIR}/doc/tokenlease"
+  COMPONENT tokenlease)
 
 # --- Test: the installed package can be consumed ---------------------------
 

@@ -34,18 +34,20 @@ constexpr absl::Duration kDay = absl::Milliseconds(200);  // absl::Hours(24)
 double Days(absl::Duration d) { return absl::FDivDuration(d, kDay); }
 
 // Requests for `account` until one is refused (at most `max`); prints the
-// refusal. Returns the number admitted, or -1 if Redis gave no decision.
+// refusal. Returns the number admitted, or -1 if Redis gave no decision
+// (the failure mode decided: fail_closed, the default, denies).
 int Spend(tokenlease::DirectLimiter& quota, const char* account, int max,
           absl::Duration* retry_after) {
   for (int admitted = 0; admitted < max; ++admitted) {
-    absl::StatusOr<tokenlease::Decision> d = quota.TryAcquire(account);
-    if (!d.ok()) {
-      std::fprintf(stderr, "no decision for %s: %s\n", account,
-                   d.status().ToString().c_str());
+    const tokenlease::Decision d = quota.TryAcquire(account);
+    if (d.source != tokenlease::DecisionSource::kDirect) {
+      std::fprintf(stderr, "no decision from Redis for %s: %s %s\n", account,
+                   d.allowed ? "admitted" : "denied",
+                   tokenlease::DecisionSourceName(d.source));
       return -1;
     }
-    if (!d->allowed) {
-      *retry_after = d->retry_after();
+    if (!d.allowed) {
+      *retry_after = d.retry_after();
       return admitted;
     }
   }

@@ -88,7 +88,7 @@ int64_t Run(const std::string& url, tokenlease::FailureMode mode) {
       admitted += last.allowed;
     }
   }
-  const tokenlease::LeaseStats s = (*limiter)->stats();
+  const tokenlease::SharedLimitStats s = (*limiter)->stats();
   std::printf("%-11s admitted %3lld of 120; the last decision: %s by %s",
               tokenlease::FailureModeName(mode),
               static_cast<long long>(admitted),
@@ -102,11 +102,13 @@ int64_t Run(const std::string& url, tokenlease::FailureMode mode) {
   }
   std::printf("\n");
   // The counters an operator alerts on (docs/metrics.md) agree.
-  const uint64_t counted = mode == tokenlease::FailureMode::kFailOpen
-                               ? s.fail_open_admitted
-                           : mode == tokenlease::FailureMode::kFailLocal
-                               ? s.fail_local_admitted
-                               : 120 - s.fail_closed_denied;
+  using tokenlease::DecisionSource;
+  const uint64_t counted =
+      mode == tokenlease::FailureMode::kFailOpen
+          ? s.decisions.Admitted(DecisionSource::kFailOpen)
+      : mode == tokenlease::FailureMode::kFailLocal
+          ? s.decisions.Admitted(DecisionSource::kFallback)
+          : 120 - s.decisions.Denied(DecisionSource::kFailClosed);
   return counted == static_cast<uint64_t>(admitted) ? admitted : -1;
 }
 

@@ -49,7 +49,7 @@ class Service {
 
   Response Handle(const Request& request) {
     // By name: a per-user key is looked up in the limiter's registry (a
-    // LeaseHandle only pays off for a few hot keys).
+    // LeasedLimiter::Handle only pays off for a few hot keys).
     const tokenlease::Decision d =
         limiter_.TryAcquire(absl::StrCat("user:", request.user));
     if (!d.allowed) {
@@ -130,7 +130,7 @@ int main(int argc, char** argv) {
       "(%llu decisions, %llu Redis calls)\n%s\n",
       over, static_cast<long long>(bound), kUsers - over,
       static_cast<unsigned long long>((*limiter)->stats().decisions.Total()),
-      static_cast<unsigned long long>((*limiter)->stats().batch_calls),
+      static_cast<unsigned long long>((*limiter)->stats().redis_calls),
       ok ? "OK" : "FAILED");
   return ok ? 0 : 1;
 }

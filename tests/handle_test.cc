@@ -1,4 +1,4 @@
-// KeyHandle semantics: copies are pins on the same key; the key is never
+// Limiter::Handle semantics: copies are pins on the same key; the key is never
 // evicted while any copy exists; moved-from and default handles are empty.
 #include <gtest/gtest.h>
 
@@ -20,7 +20,7 @@ std::unique_ptr<Limiter> Make(ManualClock* clock) {
   return std::move(*l);
 }
 
-TEST(KeyHandleTest, EveryCopyPinsTheKeyUntilTheLastIsGone) {
+TEST(LimiterHandleTest, EveryCopyPinsTheKeyUntilTheLastIsGone) {
   ManualClock clock;
   auto l = Make(&clock);
   auto h = l->Resolve("k");
@@ -28,15 +28,15 @@ TEST(KeyHandleTest, EveryCopyPinsTheKeyUntilTheLastIsGone) {
   ASSERT_TRUE(l->TryAcquire(*h).allowed);
   clock.Advance(absl::Seconds(1));  // the bucket is full again: idle
   {
-    KeyHandle copy = *h;
-    KeyHandle assigned;
+    Limiter::Handle copy = *h;
+    Limiter::Handle assigned;
     assigned = copy;
     EXPECT_EQ(copy.key(), "k");
     EXPECT_EQ(assigned.key(), "k");
-    *h = KeyHandle();  // the original lets go
+    *h = Limiter::Handle();  // the original lets go
     EXPECT_FALSE(h->valid());
     EXPECT_EQ(l->EvictIdle(), 0);  // two copies still pin it
-    copy = KeyHandle();
+    copy = Limiter::Handle();
     EXPECT_EQ(l->EvictIdle(), 0);  // one still does
     EXPECT_TRUE(l->TryAcquire(assigned).allowed);
     clock.Advance(absl::Seconds(1));
@@ -45,16 +45,16 @@ TEST(KeyHandleTest, EveryCopyPinsTheKeyUntilTheLastIsGone) {
   EXPECT_EQ(l->key_count(), 0);
 }
 
-TEST(KeyHandleTest, SelfAssignmentAndMovesKeepExactlyOnePin) {
+TEST(LimiterHandleTest, SelfAssignmentAndMovesKeepExactlyOnePin) {
   ManualClock clock;
   auto l = Make(&clock);
   {
     auto h = l->Resolve("k");
     ASSERT_TRUE(h.ok());
-    KeyHandle a = *std::move(h);
-    KeyHandle& alias = a;
+    Limiter::Handle a = *std::move(h);
+    Limiter::Handle& alias = a;
     a = alias;  // self-assignment
-    KeyHandle b = std::move(a);
+    Limiter::Handle b = std::move(a);
     EXPECT_FALSE(a.valid());  // NOLINT(bugprone-use-after-move): by design
     EXPECT_TRUE(b.valid());
     EXPECT_EQ(l->EvictIdle(), 0);
@@ -63,7 +63,7 @@ TEST(KeyHandleTest, SelfAssignmentAndMovesKeepExactlyOnePin) {
 }
 
 // Each thread decides through its own copy; the decisions are the key's.
-TEST(KeyHandleTest, CopiesInManyThreadsShareTheKeysLimit) {
+TEST(LimiterHandleTest, CopiesInManyThreadsShareTheKeysLimit) {
   ManualClock clock;
   auto l = Make(&clock);
   auto h = l->Resolve("k");

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Checks the layering of src/ (src/CMakeLists.txt): a folder includes only
 # itself and the folders below it,
-#   base < local < core < redis < {direct, leased}
+#   base < local < core < redis < shared < {direct, leased}
 # (direct and leased do not include each other), and only src/redis
 # includes the generated Lua header. Prints every violation; exits 1 if any.
 #
@@ -9,7 +9,7 @@
 set -euo pipefail
 src="${1:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../src" && pwd)}"
 
-declare -A rank=([base]=0 [local]=1 [core]=2 [redis]=3 [direct]=4 [leased]=4)
+declare -A rank=([base]=0 [local]=1 [core]=2 [redis]=3 [shared]=4 [direct]=5 [leased]=5)
 violations=0
 checked=0
 for dir in "${!rank[@]}"; do

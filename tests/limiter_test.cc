@@ -59,7 +59,7 @@ TEST(LimiterTest, HandleAndNameShareState) {
   EXPECT_TRUE(l->TryAcquire(*h, 1, clock.NowNanos()).allowed);
   EXPECT_FALSE(l->TryAcquire("user:1").allowed);
   EXPECT_EQ(l->key_count(), 1);
-  KeyHandle moved = std::move(*h);
+  Limiter::Handle moved = std::move(*h);
   EXPECT_FALSE(h->valid());
   EXPECT_TRUE(moved.valid());
   EXPECT_FALSE(l->TryAcquire(moved).allowed);
@@ -68,7 +68,7 @@ TEST(LimiterTest, HandleAndNameShareState) {
 TEST(LimiterTest, BadHandlesAndCostsAreDeniedNotCrashes) {
   auto a = Make(LimitSpec::TokenBucket(3, absl::Seconds(1)));
   auto b = Make(LimitSpec::TokenBucket(3, absl::Seconds(1)));
-  KeyHandle empty;
+  Limiter::Handle empty;
   Decision d = a->TryAcquire(empty);
   EXPECT_FALSE(d.allowed);
   EXPECT_EQ(d.source, DecisionSource::kInvalidArgument);
@@ -80,8 +80,16 @@ TEST(LimiterTest, BadHandlesAndCostsAreDeniedNotCrashes) {
   EXPECT_FALSE(d.allowed);
   EXPECT_EQ(d.source, DecisionSource::kInvalidArgument);
   EXPECT_EQ(d.retry_after(), absl::InfiniteDuration());
-  EXPECT_FALSE(a->Reserve("k", -1, absl::Seconds(1)).ok());
-  EXPECT_FALSE(a->Reserve("k", 1, absl::Seconds(-1)).ok());
+  // Reserve's bad input is a denied reservation that charged nothing.
+  for (const Reservation& r : {a->Reserve("k", -1, absl::Seconds(1)),
+                               a->Reserve("k", 1, absl::Seconds(-1))}) {
+    EXPECT_FALSE(r.granted);
+    EXPECT_EQ(r.wait_ns, 0);
+    EXPECT_FALSE(r.decision.allowed);
+    EXPECT_EQ(r.decision.source, DecisionSource::kInvalidArgument);
+    EXPECT_EQ(r.decision.retry_after_ns, kNever);
+  }
+  EXPECT_EQ(a->TryAcquire("k", 0).remaining, 3);
   // Empty and binary key names are ordinary keys.
   EXPECT_TRUE(a->TryAcquire("").allowed);
   EXPECT_TRUE(a->TryAcquire(std::string("a\0b", 3)).allowed);
@@ -214,11 +222,18 @@ TEST(LimiterTest, UpdateSpecRejectsAStructuralChange) {
 }
 
 TEST(LimiterTest, ReserveNeedsBuckets) {
+  // A window band cannot borrow: Reserve is bad input (kInvalidArgument),
+  // never a decision of the window, and charges nothing.
   auto l = Make(LimitSpec::FixedWindow(10, absl::Seconds(1)));
-  auto r = l->Reserve("k", 1, absl::Seconds(1));
-  EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_THAT(std::string(r.status().message()),
-              HasSubstr("token bucket or GCRA"));
+  const Reservation r = l->Reserve("k", 1, absl::Seconds(1));
+  EXPECT_FALSE(r.granted);
+  EXPECT_EQ(r.wait_ns, 0);
+  EXPECT_FALSE(r.decision.allowed);
+  EXPECT_EQ(r.decision.source, DecisionSource::kInvalidArgument);
+  EXPECT_EQ(r.decision.retry_after_ns, kNever);
+  EXPECT_EQ(l->TryAcquire("k", 0).remaining, 10);
+  const LimiterStats s = l->stats();
+  EXPECT_EQ(s.decisions.Denied(DecisionSource::kInvalidArgument), 1u);
 }
 
 TEST(LimiterTest, AcquireOnWindowsWaitsForTheNextWindow) {

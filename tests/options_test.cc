@@ -41,6 +41,7 @@ using L = LimiterOptions;
 using LO = LeaseOptions;
 using LL = LeasedLimiterOptions;
 using D = DirectLimiterOptions;
+using S = SharedLimitOptions;
 using R = RedisOptions;
 const absl::Duration kMs = absl::Milliseconds(1);
 const absl::Duration kNs = absl::Nanoseconds(1);
@@ -218,6 +219,21 @@ const OptionCase kCases[] = {
     {"DirectFallbackInstancesAbove",
      With<D>([](D& o) { o.fallback_instances = 65537; }),
      "DirectLimiterOptions.fallback_instances is 65537"},
+    // LimiterOptions' fields, named as the struct the user filled.
+    {"DirectMaxKeysZero", With<D>([](D& o) { o.max_keys = 0; }),
+     "DirectLimiterOptions.max_keys is 0"},
+    {"DirectShardsThree", With<D>([](D& o) { o.shards = 3; }),
+     "DirectLimiterOptions.shards is 3"},
+    {"DirectStatsIntervalZero",
+     With<D>([](D& o) { o.stats_interval = absl::ZeroDuration(); }),
+     "DirectLimiterOptions.stats_interval is"},
+    {"DirectShadow", With<D>([](D& o) { o.shadow = true; }), ""},
+
+    // SharedLimitOptions on its own
+    {"SharedKeyPrefixBrace", With<S>([](S& o) { o.key_prefix = "}"; }),
+     "SharedLimitOptions.key_prefix"},
+    {"SharedMaxKeyBytesZero", With<S>([](S& o) { o.max_key_bytes = 0; }),
+     "SharedLimitOptions.max_key_bytes is 0"},
 
     // RedisOptions
     {"RedisUrlUnix", With<R>([](R& o) { o.url = "unix:///tmp/r.sock"; }), ""},
@@ -297,6 +313,10 @@ TEST(OptionsTest, DefaultsAreValid) {
   EXPECT_TRUE(LeaseOptions{}.Validate().ok());
   EXPECT_TRUE(LeasedLimiterOptions{}.Validate().ok());
   EXPECT_TRUE(DirectLimiterOptions{}.Validate().ok());
+  EXPECT_TRUE(SharedLimitOptions{}.Validate().ok());
+  // Redis cannot decide: fail_closed unless chosen otherwise, in every mode.
+  EXPECT_EQ(DirectLimiterOptions{}.failure_mode, FailureMode::kFailClosed);
+  EXPECT_EQ(LeasedLimiterOptions{}.failure_mode, FailureMode::kFailClosed);
   EXPECT_TRUE(RedisOptions{}.Validate().ok());
 }
 

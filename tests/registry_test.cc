@@ -133,8 +133,10 @@ TEST_F(RegistryTest, KeysLongerThanMaxKeyBytesAreRefusedAndNotStored) {
   EXPECT_THAT(std::string(h.status().message()),
               HasSubstr("key is 17 bytes; it must be at most "
                         "LimiterOptions.max_key_bytes (16)"));
-  auto r = l->Reserve(too_long, 1, absl::ZeroDuration());
-  EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
+  const Reservation r = l->Reserve(too_long, 1, absl::ZeroDuration());
+  EXPECT_FALSE(r.granted);
+  EXPECT_EQ(r.decision.source, DecisionSource::kInvalidArgument);
+  EXPECT_EQ(r.decision.retry_after_ns, kNever);
   EXPECT_EQ(l->key_count(), 1) << "the long key was stored";
   // The default takes a 1 KiB key and refuses one byte more.
   auto def = MakeBucket();

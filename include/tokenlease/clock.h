@@ -1,6 +1,7 @@
 // Clocks used by tokenlease. All times are nanoseconds since the Unix epoch
-// (UTC), so that calendar-aligned windows and, later, Redis server time share
-// one scale.
+// (UTC), the scale of calendar-aligned windows. Decisions made on Redis
+// (direct mode, leases) read Redis's own clock; a Clock here times what is
+// decided in the process (docs/design.md, "The contract").
 #ifndef TOKENLEASE_CLOCK_H_
 #define TOKENLEASE_CLOCK_H_
 

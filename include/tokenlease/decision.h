@@ -10,20 +10,25 @@ namespace tokenlease {
 
 // Where a decision was made.
 enum class DecisionSource : uint8_t {
-  kLocal,            // the in-process engine, from its own state
-  kLease,            // tokens leased from a shared limit (later issues)
-  kDirect,           // one exact call to the shared store
-  kFallback,         // a local share while the shared store cannot decide
-                     // (FailureMode::kFailLocal)
-  kKeyLimit,         // denied: the key registry is at max_keys and no key idle
-  kInvalidArgument,  // denied: negative cost, a key longer than the
-                     // options' max_key_bytes, or a handle that is empty
-                     // or belongs to another Limiter
+  kLocal,            // the in-process engine (Limiter), from its own state
+  kLease,            // leased mode: tokens this instance leased from Redis
+  kDirect,           // direct mode: one exact script call on Redis
+  kFallback,         // this instance's local share of a shared limit, while
+                     // Redis cannot decide (FailureMode::kFailLocal)
+  kKeyLimit,         // denied: the key registry is at max_keys and no key
+                     // is idle
+  kInvalidArgument,  // denied: bad input (a negative or too large cost, a
+                     // key longer than max_key_bytes, a handle that is
+                     // empty or belongs to another limiter, Reserve on a
+                     // limit that cannot borrow); retry_after is kNever
   kLocalCredit,      // leased mode, a key without a lease: admitted from its
                      // local credit, charged to the shared limit afterwards
-  kFailOpen,         // admitted because the shared store cannot decide
+  kFailOpen,         // admitted because Redis cannot decide
                      // (FailureMode::kFailOpen)
   kShadow,           // shadow mode: would have been denied, admitted anyway
+  kFailClosed,       // denied because Redis cannot decide
+                     // (FailureMode::kFailClosed); retry_after is when
+                     // asking again may find it answering
 };
 
 // Returns a stable lower-case name ("local", "key_limit", ...).
@@ -33,7 +38,10 @@ const char* DecisionSourceName(DecisionSource s);
 // above the burst).
 inline constexpr int64_t kNever = -1;
 
-// The result of one admission decision. A plain value: copy freely.
+// The result of one admission decision, in every mode. A plain value: copy
+// freely. Decisions never carry an error status: bad input and a shared
+// store that cannot decide are decisions too, told apart by `source`
+// (docs/design.md, "The contract").
 struct Decision {
   // True if the request was admitted and charged.
   bool allowed = false;
@@ -71,10 +79,10 @@ struct ThrottleReply {
 // window size) into the throttle module's five integers.
 ThrottleReply ToThrottleReply(const Decision& d, int64_t limit);
 
-// The result of Limiter::Reserve.
+// The result of Reserve (Limiter, DirectLimiter).
 struct Reservation {
   // True if tokens were taken; the caller must then wait `wait_ns` before
-  // acting. False: nothing was charged.
+  // acting. False: nothing was charged (decision.source says why).
   bool granted = false;
   int64_t wait_ns = 0;
   // The underlying decision (remaining, reset_after, source).

@@ -1,9 +1,12 @@
-// A small wrapper that applies a limit to a call, the C++ counterpart of an
-// annotation like `@RateLimit(period, threshold)` on a handler.
+// A small wrapper that applies a limit of any mode to a call, the C++
+// counterpart of an annotation like `@RateLimit(period, threshold)` on a
+// handler.
 #ifndef TOKENLEASE_GUARD_H_
 #define TOKENLEASE_GUARD_H_
 
+#include <concepts>
 #include <cstdint>
+#include <string>
 #include <string_view>
 #include <type_traits>
 #include <utility>
@@ -12,7 +15,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
-#include "tokenlease/limiter.h"
+#include "tokenlease/decision.h"
 
 namespace tokenlease {
 
@@ -25,18 +28,32 @@ inline std::string ShownKey(std::string_view key) {
 }
 }  // namespace guard_internal
 
-// Returns the ResourceExhausted status a denied `decision` on `key` maps to:
-// it names the key (its first 64 bytes) and says when to retry ("retry
-// after 250ms", or "the cost exceeds the limit" when it never fits);
-// InvalidArgument for a decision with source kInvalidArgument.
+// The status a denied `decision` on `key` maps to, naming the key (its
+// first 64 bytes): InvalidArgument for bad input (kInvalidArgument);
+// Unavailable when Redis could not decide and the limit fails closed
+// (kFailClosed, "retry after ..."); otherwise ResourceExhausted, saying
+// when to retry ("retry after 250ms", or that the cost never fits).
 inline absl::Status DeniedStatus(std::string_view key,
                                  const Decision& decision) {
   const std::string shown = guard_internal::ShownKey(key);
-  if (decision.source == DecisionSource::kInvalidArgument) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "rate limit on '", shown,
-        "': negative cost, a key longer than max_key_bytes (", key.size(),
-        " bytes here), or a handle from another Limiter"));
+  switch (decision.source) {
+    case DecisionSource::kInvalidArgument:
+      return absl::InvalidArgumentError(absl::StrCat(
+          "rate limit on '", shown,
+          "': invalid request (a negative or too large cost, a key longer "
+          "than max_key_bytes: ",
+          key.size(), " bytes here, or a handle from another limiter)"));
+    case DecisionSource::kFailClosed:
+      return absl::UnavailableError(absl::StrCat(
+          "rate limit on '", shown,
+          "': Redis cannot decide and the limit fails closed; retry after ",
+          absl::FormatDuration(decision.retry_after())));
+    case DecisionSource::kKeyLimit:
+      return absl::ResourceExhaustedError(absl::StrCat(
+          "rate limit on '", shown,
+          "': the limiter holds max_keys keys and none is idle"));
+    default:
+      break;
   }
   if (decision.retry_after_ns == kNever) {
     return absl::ResourceExhaustedError(absl::StrCat(
@@ -48,13 +65,20 @@ inline absl::Status DeniedStatus(std::string_view key,
                    absl::FormatDuration(decision.retry_after())));
 }
 
-// Runs fn() only if `limiter` admits `cost` for `key` now (never waits).
-// Returns fn's result (a value, or OkStatus for a void fn), or the
-// DeniedStatus without calling fn. fn returning absl::Status or
-// absl::StatusOr<T> is passed through as is.
-template <typename Fn>
-auto RateLimited(Limiter& limiter, std::string_view key, Fn&& fn,
-                 int64_t cost = 1) {
+// A limiter of any mode: Limiter, DirectLimiter or LeasedLimiter (or
+// anything else that decides by name the same way).
+template <typename L>
+concept DecidesByName = requires(L& limiter, std::string_view key,
+                                 int64_t cost) {
+  { limiter.TryAcquire(key, cost) } -> std::same_as<Decision>;
+};
+
+// Runs fn() only if `limiter` (any mode) admits `cost` for `key` now
+// (direct mode: after its round trip). Returns fn's result (a value, or
+// OkStatus for a void fn), or the DeniedStatus without calling fn. fn
+// returning absl::Status or absl::StatusOr<T> is passed through as is.
+template <DecidesByName L, typename Fn>
+auto RateLimited(L& limiter, std::string_view key, Fn&& fn, int64_t cost = 1) {
   using R = std::invoke_result_t<Fn>;
   const Decision d = limiter.TryAcquire(key, cost);
   if constexpr (std::is_void_v<R>) {

@@ -1,10 +1,11 @@
-// Metrics of the shared limiters: decisions counted by source, the Redis
-// round-trip latency histogram, and the Prometheus text exposition of
-// LeaseStats and DirectStats. docs/metrics.md lists every metric, its type
-// and what to alert on.
+// Metrics of every limiter: decisions counted by source, the stats snapshot
+// every mode's stats() returns (LimiterStats here; SharedLimitStats in
+// shared_limit.h extends it for the Redis modes), the Redis round-trip
+// latency histogram, and their Prometheus text exposition.
+// docs/metrics.md lists every metric, its type and what to alert on.
 //
 //   tokenlease::PrometheusWriter w;
-//   w.Add("api", api_limiter->stats()).IgnoreError();
+//   w.Add("api", api_limiter->stats()).IgnoreError();   // any mode
 //   w.Add("sms", sms_limiter->stats()).IgnoreError();
 //   Serve(tokenlease::PrometheusWriter::kContentType, w.Text());
 #ifndef TOKENLEASE_METRICS_H_
@@ -23,9 +24,9 @@
 namespace tokenlease {
 
 // How many DecisionSource values there are (one more than the last,
-// kShadow). Extend it with DecisionSource.
+// kFailClosed). Extend it with DecisionSource.
 inline constexpr int kDecisionSources =
-    static_cast<int>(DecisionSource::kShadow) + 1;
+    static_cast<int>(DecisionSource::kFailClosed) + 1;
 
 // Decisions a limiter returned since it was created, by Decision::source
 // and Decision::allowed: every decision a TryAcquire (or Reserve) call
@@ -95,11 +96,36 @@ struct LatencyHistogram {
   absl::Duration QuantileBound(double q) const;
 };
 
-struct LeaseStats;
-struct DirectStats;
+// Which limiter a snapshot is of.
+enum class LimiterMode : uint8_t {
+  kLocal,   // Limiter
+  kDirect,  // DirectLimiter
+  kLeased,  // LeasedLimiter
+};
+
+// Returns a stable lower-case name ("local", "direct", "leased").
+const char* LimiterModeName(LimiterMode m);
+
+// What every limiter counts (Limiter::stats(); the Redis modes return
+// SharedLimitStats, which extends it). Each field is exact when read;
+// fields are not read at one instant while traffic runs.
+struct LimiterStats {
+  LimiterMode mode = LimiterMode::kLocal;
+  // Every decision returned (TryAcquire, Reserve, Acquire and their
+  // asynchronous forms), by source and outcome. The failure modes and
+  // shadow mode are sources too: Denied(kFailClosed), Admitted(kFailOpen),
+  // Admitted(kFallback) / Denied(kFallback) (fail_local) and
+  // Admitted(kShadow) count what they decided.
+  DecisionCounts decisions;
+  // Keys in memory now: the registry's (leased mode: leased keys; direct
+  // mode: the fail_local share's, if any).
+  uint64_t keys = 0;
+};
+
+struct SharedLimitStats;
 
 namespace internal {
-class MetricFamilies;  // src/redis/prometheus_text.h
+class MetricFamilies;  // src/core/prometheus_text.h
 }  // namespace internal
 
 // Builds the Prometheus text exposition (format version 0.0.4) of the
@@ -120,19 +146,19 @@ class PrometheusWriter {
   PrometheusWriter(PrometheusWriter&&) noexcept;
   PrometheusWriter& operator=(PrometheusWriter&&) noexcept;
 
-  // Adds a leased limiter's snapshot under limit="<limit>". With
-  // `with_connection`, also its connection's series (RedisStats: command
-  // counters, health, the round-trip histogram). Limiters that share one
-  // RedisConnection report the same connection counters: pass
+  // Adds a local limiter's snapshot under limit="<limit>": decisions by
+  // source and result, and keys. AlreadyExists if a limiter was added
+  // under this name before (its series would repeat; nothing is added);
+  // InvalidArgument if `limit` is empty.
+  absl::Status Add(std::string_view limit, const LimiterStats& stats);
+  // Adds a direct or leased limiter's snapshot (the series of its mode).
+  // With `with_connection`, also its connection's series (RedisStats:
+  // command counters, health, the round-trip histogram). Limiters that
+  // share one RedisConnection report the same connection counters: pass
   // with_connection = false for all but one of them, or the connection's
-  // traffic is counted once per limiter in sums across limits.
-  // AlreadyExists if a limiter was added under this name before (its
-  // series would repeat; nothing is added); InvalidArgument if `limit` is
-  // empty.
-  absl::Status Add(std::string_view limit, const LeaseStats& stats,
-                   bool with_connection = true);
-  // Adds a direct limiter's snapshot; as above.
-  absl::Status Add(std::string_view limit, const DirectStats& stats,
+  // traffic is counted once per limiter in sums across limits. Errors as
+  // above. Defined in tokenlease::tokenlease.
+  absl::Status Add(std::string_view limit, const SharedLimitStats& stats,
                    bool with_connection = true);
 
   // The exposition: every line ends in '\n'; empty if nothing was added.

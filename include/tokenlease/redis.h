@@ -19,6 +19,7 @@ namespace tokenlease {
 
 namespace internal {
 class RedisClient;
+struct RedisConnectionAccess;  // src/redis/redis_client.h
 }  // namespace internal
 
 // How well Redis answers, as one connection sees it. Judged on the client
@@ -33,7 +34,7 @@ enum class RedisHealth : uint8_t {
   kDegraded,
   // No connection whose login (and PING) was answered, or nothing answered
   // for `down_after` while commands waited. Limiters apply their failure
-  // mode (LeaseOptions::failure_mode) until Redis answers again.
+  // mode (SharedLimitOptions::failure_mode) until Redis answers again.
   kDown,
 };
 
@@ -169,10 +170,8 @@ class RedisConnection {
   // The connection's health now (RedisHealth).
   RedisHealth health() const;
 
-  // For the library's own modes.
-  internal::RedisClient& client() const { return *client_; }
-
  private:
+  friend struct internal::RedisConnectionAccess;
   RedisConnection(RedisOptions options,
                   std::unique_ptr<internal::RedisClient> client);
   RedisOptions options_;

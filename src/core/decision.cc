@@ -1,7 +1,5 @@
 #include "tokenlease/decision.h"
 
-#include "tokenlease/failure_mode.h"
-
 namespace tokenlease {
 
 const char* DecisionSourceName(DecisionSource s) {
@@ -24,6 +22,8 @@ const char* DecisionSourceName(DecisionSource s) {
       return "fail_open";
     case DecisionSource::kShadow:
       return "shadow";
+    case DecisionSource::kFailClosed:
+      return "fail_closed";
   }
   return "unknown";
 }
@@ -42,18 +42,6 @@ ThrottleReply ToThrottleReply(const Decision& d, int64_t limit) {
                         : CeilSeconds(d.retry_after_ns);
   r.reset_after_s = CeilSeconds(d.reset_after_ns);
   return r;
-}
-
-const char* FailureModeName(FailureMode m) {
-  switch (m) {
-    case FailureMode::kFailClosed:
-      return "fail_closed";
-    case FailureMode::kFailOpen:
-      return "fail_open";
-    case FailureMode::kFailLocal:
-      return "fail_local";
-  }
-  return "unknown";
 }
 
 }  // namespace tokenlease

@@ -23,34 +23,31 @@ int64_t ClampTime(int64_t now_ns) {
 }  // namespace
 
 absl::Status LimiterOptions::Validate() const {
-  return internal::FirstError({
-      internal::ValidateKeySpace("LimiterOptions", max_keys, shards),
-      internal::CheckMaxKeyBytes("LimiterOptions", max_key_bytes),
-  });
+  return internal::ValidateLimiterOptions(*this, "LimiterOptions");
 }
 
-// ---------------------------------------------------------------- KeyHandle
+// ---------------------------------------------------------- Limiter::Handle
 
-KeyHandle::KeyHandle(const KeyHandle& other)
+Limiter::Handle::Handle(const Handle& other)
     : core_(other.core_), entry_(other.entry_) {
   // Relaxed: `other` holds a pin, so the entry cannot be retired while this
   // one is added (ShardedRegistry checks pins before and after retiring).
   if (entry_ != nullptr) entry_->pins.fetch_add(1, std::memory_order_relaxed);
 }
 
-KeyHandle& KeyHandle::operator=(const KeyHandle& other) {
+Limiter::Handle& Limiter::Handle::operator=(const Handle& other) {
   if (this != &other) {
-    KeyHandle copy(other);
+    Handle copy(other);
     *this = std::move(copy);
   }
   return *this;
 }
 
-KeyHandle::KeyHandle(KeyHandle&& other) noexcept
+Limiter::Handle::Handle(Handle&& other) noexcept
     : core_(std::exchange(other.core_, nullptr)),
       entry_(std::exchange(other.entry_, nullptr)) {}
 
-KeyHandle& KeyHandle::operator=(KeyHandle&& other) noexcept {
+Limiter::Handle& Limiter::Handle::operator=(Handle&& other) noexcept {
   if (this != &other) {
     Release();
     core_ = std::exchange(other.core_, nullptr);
@@ -59,9 +56,9 @@ KeyHandle& KeyHandle::operator=(KeyHandle&& other) noexcept {
   return *this;
 }
 
-KeyHandle::~KeyHandle() { Release(); }
+Limiter::Handle::~Handle() { Release(); }
 
-void KeyHandle::Release() {
+void Limiter::Handle::Release() {
   if (entry_ != nullptr) {
     // Release: every use of the entry happens before an evictor's acquire
     // load sees the pin gone.
@@ -71,7 +68,7 @@ void KeyHandle::Release() {
   }
 }
 
-std::string_view KeyHandle::key() const {
+std::string_view Limiter::Handle::key() const {
   return entry_ != nullptr ? entry_->name() : std::string_view();
 }
 
@@ -89,34 +86,35 @@ Limiter::Limiter(std::unique_ptr<LimiterCore> core) : core_(std::move(core)) {}
 Limiter::~Limiter() = default;
 
 Decision Limiter::TryAcquire(std::string_view key, int64_t cost) {
-  return core_->DecideByName(key, BandRequest{core_->Now(), cost});
+  return core_->Finish(core_->DecideByName(key, BandRequest{core_->Now(), cost}));
 }
 
 Decision Limiter::TryAcquire(std::string_view key, int64_t cost,
                              int64_t now_ns) {
-  return core_->DecideByName(key, BandRequest{ClampTime(now_ns), cost});
+  return core_->Finish(
+      core_->DecideByName(key, BandRequest{ClampTime(now_ns), cost}));
 }
 
-Decision Limiter::TryAcquire(const KeyHandle& handle, int64_t cost) {
+Decision Limiter::TryAcquire(const Handle& handle, int64_t cost) {
   return TryAcquire(handle, cost, core_->Now());
 }
 
-Decision Limiter::TryAcquire(const KeyHandle& handle, int64_t cost,
+Decision Limiter::TryAcquire(const Handle& handle, int64_t cost,
                              int64_t now_ns) {
   if (handle.core_ != core_.get()) [[unlikely]] {
-    return LimiterCore::InvalidArgumentDecision();
+    return core_->Finish(LimiterCore::InvalidArgumentDecision());
   }
-  return core_->DecidePinned(handle.entry_,
-                             BandRequest{ClampTime(now_ns), cost});
+  return core_->Finish(core_->DecidePinned(
+      handle.entry_, BandRequest{ClampTime(now_ns), cost}));
 }
 
-absl::StatusOr<KeyHandle> Limiter::Resolve(std::string_view key) {
+absl::StatusOr<Limiter::Handle> Limiter::Resolve(std::string_view key) {
   if (absl::Status s = core_->CheckKey(key); !s.ok()) return s;
   for (;;) {
     internal::KeyEntry* retired = nullptr;
-    absl::StatusOr<KeyHandle> h = core_->registry().With(
+    absl::StatusOr<Handle> h = core_->registry().With(
         key, core_->Now(),
-        [&](internal::KeyEntry* e) -> absl::StatusOr<KeyHandle> {
+        [&](internal::KeyEntry* e) -> absl::StatusOr<Handle> {
           if (e == nullptr) {
             return absl::ResourceExhaustedError(absl::StrCat(
                 "cannot register key '", std::string(key),
@@ -132,38 +130,32 @@ absl::StatusOr<KeyHandle> Limiter::Resolve(std::string_view key) {
             // Release: as any unpin.
             e->pins.fetch_sub(1, std::memory_order_release);
             retired = e;
-            return KeyHandle();
+            return Handle();
           }
-          return KeyHandle(core_.get(), e);
+          return Handle(core_.get(), e);
         });
     if (retired == nullptr) return h;
     // Retired while it was being pinned: look the key up again.
   }
 }
 
-absl::StatusOr<Reservation> Limiter::Reserve(std::string_view key, int64_t cost,
-                                             absl::Duration max_wait) {
-  if (!core_->all_buckets()) {
-    return absl::InvalidArgumentError(
-        "Reserve needs every band to be a token bucket or GCRA (only they "
-        "can borrow); use TryAcquire or Acquire for window algorithms");
-  }
-  if (cost < 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("Reserve cost is ", cost, "; it must be >= 0"));
-  }
-  if (max_wait < absl::ZeroDuration()) {
-    return absl::InvalidArgumentError("Reserve max_wait must be >= 0");
-  }
-  if (absl::Status s = core_->CheckKey(key); !s.ok()) return s;
-  const int64_t max_wait_ns =
-      max_wait == absl::InfiniteDuration()
-          ? INT64_MAX / 4
-          : std::min(absl::ToInt64Nanoseconds(max_wait), INT64_MAX / 4);
+Reservation Limiter::Reserve(std::string_view key, int64_t cost,
+                             absl::Duration max_wait) {
   Reservation r;
-  r.decision = core_->DecideByName(
-      key, BandRequest{core_->Now(), cost, max_wait_ns}, &r.wait_ns);
-  r.granted = r.decision.allowed;
+  if (!core_->all_buckets() || cost < 0 || max_wait < absl::ZeroDuration() ||
+      !core_->CheckKey(key).ok()) {
+    // Only token buckets and GCRA can borrow; the rest is bad input.
+    r.decision = LimiterCore::InvalidArgumentDecision();
+  } else {
+    const int64_t max_wait_ns =
+        max_wait == absl::InfiniteDuration()
+            ? INT64_MAX / 4
+            : std::min(absl::ToInt64Nanoseconds(max_wait), INT64_MAX / 4);
+    r.decision = core_->DecideByName(
+        key, BandRequest{core_->Now(), cost, max_wait_ns}, &r.wait_ns);
+  }
+  r.decision = core_->Finish(r.decision);
+  internal::SettleReservation(&r);
   return r;
 }
 
@@ -179,14 +171,16 @@ Decision Limiter::Acquire(std::string_view key, int64_t cost,
     int64_t wait_ns = 0;
     const Decision d = core_->DecideByName(key, req, &wait_ns);
     if (d.allowed && wait_ns > 0) absl::SleepFor(absl::Nanoseconds(wait_ns));
-    return d;
+    return core_->Finish(d);
   }
-  // Window algorithms cannot book ahead: retry when the window allows.
+  // Window algorithms cannot book ahead: retry when the window allows (one
+  // decision is counted: the one returned).
   for (;;) {
-    const Decision d = TryAcquire(key, cost);
-    if (d.allowed || d.retry_after_ns == kNever) return d;
+    const Decision d =
+        core_->DecideByName(key, BandRequest{core_->Now(), cost});
+    if (d.allowed || d.retry_after_ns == kNever) return core_->Finish(d);
     const absl::Duration left = real_deadline - absl::Now();
-    if (d.retry_after() > left) return d;
+    if (d.retry_after() > left) return core_->Finish(d);
     absl::SleepFor(std::max(d.retry_after(), absl::Microseconds(1)));
   }
 }
@@ -198,7 +192,8 @@ absl::Status Limiter::UpdateSpec(const LimitSpec& spec) {
   return core_->UpdateSpec(spec);
 }
 
-const LimitSpec& Limiter::spec() const { return core_->PublishedSpec(); }
+LimitSpec Limiter::spec() const { return core_->CurrentSpec(); }
+LimiterStats Limiter::stats() const { return core_->Stats(); }
 Clock* Limiter::clock() const { return core_->clock(); }
 int64_t Limiter::key_count() const { return core_->registry().size(); }
 int64_t Limiter::EvictIdle() { return core_->registry().Reclaim(core_->Now()); }

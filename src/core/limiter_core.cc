@@ -191,6 +191,7 @@ LimiterCore::LimiterCore(std::unique_ptr<CompiledSpec> first,
     : clock_(options.clock != nullptr ? options.clock : DefaultClock()),
       system_clock_(clock_ == DefaultClock()),
       max_key_bytes_(static_cast<size_t>(options.max_key_bytes)),
+      shadow_(options.shadow),
       lock_free_(first->lock_free),
       all_buckets_(first->all_buckets),
       hazard_way_(static_cast<int>(
@@ -275,47 +276,9 @@ CellValue LimiterCore::ConvertOlderCell(const CompiledSpec* s, int i,
   return converted;
 }
 
-size_t LimiterCore::SpecHash::operator()(const LimitSpec& s) const {
-  size_t h = std::hash<int64_t>()(absl::ToInt64Nanoseconds(s.max_borrow));
-  auto mix = [&h](int64_t v) {
-    h ^= std::hash<int64_t>()(v) + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
-  };
-  for (const Band& b : s.bands) {
-    mix(static_cast<int64_t>(b.algorithm));
-    mix(b.limit);
-    mix(absl::ToInt64Nanoseconds(b.period));
-    mix(b.burst);
-  }
-  return h;
-}
-
-bool LimiterCore::SpecEq::operator()(const LimitSpec& a,
-                                     const LimitSpec& b) const {
-  if (a.max_borrow != b.max_borrow || a.bands.size() != b.bands.size()) {
-    return false;
-  }
-  for (size_t i = 0; i < a.bands.size(); ++i) {
-    const Band& x = a.bands[i];
-    const Band& y = b.bands[i];
-    if (x.algorithm != y.algorithm || x.limit != y.limit ||
-        x.period != y.period || x.burst != y.burst || x.refill != y.refill ||
-        x.anchor != y.anchor || x.window_offset != y.window_offset ||
-        x.log_granularity != y.log_granularity ||
-        x.max_log_entries != y.max_log_entries) {
-      return false;
-    }
-  }
-  return true;
-}
-
-const LimitSpec& LimiterCore::PublishedSpec() const {
+LimitSpec LimiterCore::CurrentSpec() const {
   std::lock_guard<std::mutex> lock(update_mu_);
-  const CompiledSpec* current = live_.back().get();
-  if (published_ == nullptr || published_generation_ != current->generation) {
-    published_ = &*published_specs_.insert(current->source).first;
-    published_generation_ = current->generation;
-  }
-  return *published_;
+  return live_.back()->source;
 }
 
 absl::Status LimiterCore::CheckKey(std::string_view key) const {

@@ -15,7 +15,6 @@
 #include <memory>
 #include <mutex>
 #include <string_view>
-#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -24,6 +23,7 @@
 #include "base/sharded_registry.h"
 #include "base/spin_wait.h"
 #include "core/compiled_spec.h"
+#include "core/decision_counts.h"
 #include "core/key_entry.h"
 #include "local/band_eval.h"
 #include "tokenlease/clock.h"
@@ -33,6 +33,27 @@
 namespace tokenlease::internal {
 
 using KeyRegistry = ShardedRegistry<KeyEntry>;
+
+// Shadow mode (LimiterOptions::shadow) applied to a denial `d`: admitted
+// with source kShadow when `shadow`, except bad input. Every mode's.
+inline Decision ShadowOf(Decision d, bool shadow) {
+  if (!shadow || d.allowed || d.source == DecisionSource::kInvalidArgument) {
+    return d;
+  }
+  d.allowed = true;
+  d.source = DecisionSource::kShadow;
+  d.retry_after_ns = 0;
+  return d;
+}
+
+// Sets `r`'s grant from its finished decision: shadow mode's admission is
+// a grant without a wait; a denial waits for nothing.
+inline void SettleReservation(Reservation* r) {
+  r->granted = r->decision.allowed;
+  if (!r->granted || r->decision.source == DecisionSource::kShadow) {
+    r->wait_ns = 0;
+  }
+}
 
 class LimiterCore final : public KeyRegistry::Owner {
  public:
@@ -89,9 +110,24 @@ class LimiterCore final : public KeyRegistry::Owner {
   // linked, else by its TAT (ConvertGcraCellOfUnknownGeneration).
   CellValue ConvertOlderCell(const CompiledSpec* s, int i, CellValue v,
                              int64_t now_ns) const;
-  // The current spec, kept until the Limiter is destroyed (Limiter::spec()).
-  // Each distinct spec returned is stored once.
-  const LimitSpec& PublishedSpec() const;
+  // A copy of the current spec (Limiter::spec()).
+  LimitSpec CurrentSpec() const;
+  // What a caller gets: `d` with shadow mode applied (LimiterOptions::
+  // shadow), counted (LimiterStats::decisions).
+  Decision Finish(Decision d) const {
+    if (!d.allowed) [[unlikely]] {
+      d = ShadowOf(d, shadow_);
+    }
+    counter_.Count(d);
+    return d;
+  }
+  LimiterStats Stats() const {
+    LimiterStats s;
+    s.mode = LimiterMode::kLocal;
+    s.decisions = counter_.Sum();
+    s.keys = static_cast<uint64_t>(registry_.size());
+    return s;
+  }
   // A fact no UpdateSpec changes (it keeps the bands' algorithms).
   bool all_buckets() const { return all_buckets_; }
 
@@ -147,16 +183,10 @@ class LimiterCore final : public KeyRegistry::Owner {
   // in the graveyard, that no thread's slot names.
   void FreeUnused(std::vector<std::unique_ptr<CompiledSpec>>& out);
 
-  struct SpecHash {
-    size_t operator()(const LimitSpec& s) const;
-  };
-  struct SpecEq {
-    bool operator()(const LimitSpec& a, const LimitSpec& b) const;
-  };
-
   Clock* const clock_;
   const bool system_clock_;
   const size_t max_key_bytes_;  // LimiterOptions::max_key_bytes
+  const bool shadow_;           // LimiterOptions::shadow
   const bool lock_free_;        // as every generation's lock_free
   const bool all_buckets_;      // as every generation's all_buckets
   // The current generation. Loads: acquire (spec()) or seq_cst
@@ -175,12 +205,8 @@ class LimiterCore final : public KeyRegistry::Owner {
   std::deque<std::unique_ptr<CompiledSpec>> live_;
   // Unlinked generations some thread's slot still named at the last scan.
   std::vector<std::unique_ptr<CompiledSpec>> retired_;
-  // Every distinct spec PublishedSpec returned (nodes never move), and the
-  // generation whose spec `published_` is.
-  mutable std::unordered_set<LimitSpec, SpecHash, SpecEq> published_specs_;
-  mutable const LimitSpec* published_ = nullptr;
-  mutable uint32_t published_generation_ = 0;
   KeyRegistry registry_;
+  DecisionCounter counter_;  // LimiterStats::decisions
 };
 
 }  // namespace tokenlease::internal

@@ -69,6 +69,14 @@ absl::Status CheckInteger(std::string_view field, int64_t value, int64_t lo,
   return absl::OkStatus();
 }
 
+absl::Status ValidateLimiterOptions(const LimiterOptions& options,
+                                    std::string_view owner) {
+  return FirstError({
+      ValidateKeySpace(owner, options.max_keys, options.shards),
+      CheckMaxKeyBytes(owner, options.max_key_bytes),
+  });
+}
+
 absl::Status FirstError(std::initializer_list<absl::Status> checks) {
   for (const absl::Status& s : checks) {
     if (!s.ok()) return s;

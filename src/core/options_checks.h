@@ -9,6 +9,7 @@
 
 #include "absl/status/status.h"
 #include "absl/time/time.h"
+#include "tokenlease/limiter.h"
 
 namespace tokenlease::internal {
 
@@ -36,6 +37,11 @@ absl::Status CheckMaxKeyBytes(std::string_view owner, int32_t max_key_bytes);
 // The error for a key longer than `owner`.max_key_bytes, or OK.
 absl::Status CheckKeySize(std::string_view owner, std::string_view key,
                           int32_t max_key_bytes);
+
+// LimiterOptions' fields, named as fields of `owner` (the struct the user
+// filled: "LeasedLimiterOptions.max_keys is 0; ...").
+absl::Status ValidateLimiterOptions(const LimiterOptions& options,
+                                    std::string_view owner);
 
 // The first error of `checks`, or OK.
 absl::Status FirstError(std::initializer_list<absl::Status> checks);

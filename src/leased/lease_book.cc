@@ -9,36 +9,50 @@
 
 namespace tokenlease::internal {
 
-namespace {
-int64_t InitialCredit(const LeaseOptions& options, int64_t burst) {
+int64_t LeaseBook::InitialCredit(const LimitSpec& spec,
+                                 const LeaseOptions& options) {
   if (options.cold_key_policy != ColdKeyPolicy::kLocalShare) return 0;
-  return std::max<int64_t>(1, static_cast<int64_t>(options.local_share *
-                                                   static_cast<double>(burst)));
+  return std::max<int64_t>(
+      1, static_cast<int64_t>(options.local_share *
+                              static_cast<double>(FirstBandBurst(spec))));
 }
-}  // namespace
 
 LeaseBook::LeaseBook(const LimitSpec& spec, const LeaseOptions& options,
                      std::string instance_id, uint64_t seed,
                      double near_limit_fraction)
     : options_(options),
       instance_id_(std::move(instance_id)),
-      sizing_(ComputeSizing(spec, options)),
-      burst_(FirstBandBurst(spec)),
-      fixed_window_first_(spec.bands.front().algorithm ==
-                          Algorithm::kFixedWindow),
-      credit_(InitialCredit(options, burst_)),
-      credit_refill_ns_(FullRefillNanos(spec) > INT64_MAX / 2
-                            ? INT64_MAX
-                            : 2 * FullRefillNanos(spec)),
-      // The small tolerance keeps (1 - 0.9) x 100 at 10, not 9.
-      near_limit_remaining_(static_cast<int64_t>(
-          (1.0 - near_limit_fraction) * static_cast<double>(burst_) + 1e-6)),
+      near_limit_fraction_(near_limit_fraction),
       rng_(seed),
       spares_(sizeof(LeaseEntry), alignof(LeaseEntry),
-              static_cast<size_t>(std::max(options.spare_entries, 0))) {}
+              static_cast<size_t>(std::max(options.spare_entries, 0))) {
+  SetSpec(spec);
+}
+
+void LeaseBook::SetSpec(const LimitSpec& spec) {
+  sizing_ = ComputeSizing(spec, options_);
+  burst_ = FirstBandBurst(spec);
+  fixed_window_first_ =
+      spec.bands.front().algorithm == Algorithm::kFixedWindow;
+  // relaxed: a value on its own, read by NewEntry on any thread.
+  credit_.store(InitialCredit(spec, options_), std::memory_order_relaxed);
+  credit_refill_ns_ = FullRefillNanos(spec) > INT64_MAX / 2
+                          ? INT64_MAX
+                          : 2 * FullRefillNanos(spec);
+  // The small tolerance keeps (1 - 0.9) x 100 at 10, not 9.
+  near_limit_remaining_ = static_cast<int64_t>(
+      (1.0 - near_limit_fraction_) * static_cast<double>(burst_) + 1e-6);
+  // Refusals Redis gave under the old spec end now: keys with demand ask
+  // again under the new one (Expire, at this step). relaxed: written only
+  // by this thread, read by decisions as a retry hint.
+  for (LeaseEntry* e : denied_) {
+    e->deny_until_ns.store(0, std::memory_order_relaxed);
+  }
+}
 
 LeaseEntry* LeaseBook::NewEntry(std::string_view name) {
-  return new (spares_.Allocate()) LeaseEntry(name, credit_);
+  return new (spares_.Allocate())
+      LeaseEntry(name, credit_.load(std::memory_order_relaxed));
 }
 
 void LeaseBook::FreeEntry(LeaseEntry* e) {
@@ -125,7 +139,7 @@ void LeaseBook::ApplyLease(LeaseEntry* e, const BatchItem& item,
   if (!res.ok()) {
     // acq_rel: as every flag change. Decisions apply the failure mode.
     e->flags.fetch_or(kRedisFailed, std::memory_order_acq_rel);
-    counters_.redis_errors.fetch_add(1, std::memory_order_relaxed);
+    NoteError(res.status(), /*key_error=*/r.ok());
     // Back off, per key: Redis is slow, gone or refusing; the key keeps
     // spending what it holds and asks again after tick x 2^(n-1), n the
     // consecutive errors (at most 250 ms).
@@ -305,7 +319,7 @@ void LeaseBook::RevokeCredit(LeaseEntry* e) {
 
 void LeaseBook::SetCredit(LeaseEntry* e, int64_t remaining, bool known) {
   LeaseRecord& rec = e->record;
-  int64_t target = credit_;
+  int64_t target = credit_.load(std::memory_order_relaxed);
   if (known) {
     // In debt (remaining < 0) or empty: no credit.
     target = std::min<int64_t>(
@@ -385,7 +399,7 @@ void LeaseBook::ApplyCharge(const LeaseCall& call,
   e->record.credit_given += call.amount - outage;
   ++e->record.charge_retry_refs;
   charge_retry_.push_back(e);
-  counters_.redis_errors.fetch_add(1, std::memory_order_relaxed);
+  NoteError(r.status(), /*key_error=*/reply.ok());
 }
 
 // --- Returns -----------------------------------------------------------------
@@ -411,7 +425,7 @@ void LeaseBook::ApplyRelease(const LeaseCall& call,
   if (n.ok()) {
     counters_.tokens_returned.fetch_add(*n, std::memory_order_relaxed);
   } else {
-    counters_.redis_errors.fetch_add(1, std::memory_order_relaxed);
+    NoteError(n.status(), /*key_error=*/reply.ok());
   }
 }
 
@@ -565,9 +579,10 @@ bool LeaseBook::CreditIsFresh(const LeaseEntry* e, int64_t now) const {
   // A key created anew starts with A: evict only if A is what it would get
   // now anyway (nothing known, or Redis said enough is left), or after the
   // limit has had time to refill.
-  if (credit_ == 0 || !rec.remaining_known) return true;
+  const int64_t credit = credit_.load(std::memory_order_relaxed);
+  if (credit == 0 || !rec.remaining_known) return true;
   if (static_cast<double>(rec.last_remaining) * options_.remaining_share >=
-      static_cast<double>(credit_)) {
+      static_cast<double>(credit)) {
     return true;
   }
   return now - rec.last_active_ns >= credit_refill_ns_;
@@ -611,7 +626,6 @@ LeaseStats LeaseBook::stats() const {
   s.denied_by_redis = counters_.denied_by_redis.load(std::memory_order_relaxed);
   s.charges = counters_.charges.load(std::memory_order_relaxed);
   s.tokens_charged = counters_.tokens_charged.load(std::memory_order_relaxed);
-  s.redis_errors = counters_.redis_errors.load(std::memory_order_relaxed);
   s.leases_granted = counters_.leases_granted.load(std::memory_order_relaxed);
   s.leases_expired = counters_.leases_expired.load(std::memory_order_relaxed);
   s.tokens_expired = counters_.tokens_expired.load(std::memory_order_relaxed);

@@ -25,6 +25,8 @@
 #include <string>
 #include <vector>
 
+#include "absl/functional/any_invocable.h"
+#include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "base/spare_blocks.h"
@@ -34,6 +36,7 @@
 #include "redis/reply.h"
 #include "redis/script_call.h"
 #include "tokenlease/leased.h"
+#include "tokenlease/shared_limit.h"
 #include "tokenlease/spec.h"
 
 namespace tokenlease::internal {
@@ -75,7 +78,22 @@ class LeaseBook {
 
   // The local credit a new key starts with: max(1, floor(local_share x
   // burst)) under ColdKeyPolicy::kLocalShare, else 0.
-  int64_t initial_credit() const { return credit_; }
+  static int64_t InitialCredit(const LimitSpec& spec,
+                               const LeaseOptions& options);
+  int64_t initial_credit() const {
+    return credit_.load(std::memory_order_relaxed);  // relaxed: see credit_
+  }
+  // The limit is `spec` from now on: sizes, credit and the near-limit mark
+  // follow it (LeasedLimiter::UpdateSpec; the reconciler's thread). `spec`
+  // satisfies ValidateScriptSpec.
+  void SetSpec(const LimitSpec& spec);
+  // Receives every request that got no answer or an error from Redis
+  // (lease, charge and return items); `key_error`: Redis answered with an
+  // error for the key. Before the first step.
+  void SetErrorSink(
+      absl::AnyInvocable<void(const absl::Status&, bool key_error)> sink) {
+    error_sink_ = std::move(sink);
+  }
 
   // Any thread: a new entry for `name` with the initial credit, built in a
   // spare block when one is ready (no allocation, no page fault on the
@@ -175,10 +193,10 @@ class LeaseBook {
   int64_t coarse_now_ns() const {
     return coarse_now_ns_.load(std::memory_order_relaxed);  // relaxed: a hint
   }
-  // Any thread: counters (keys, gauges, decisions and redis are left for
-  // the caller).
+  // Any thread: the counters (the gauges are left for the caller).
   LeaseStats stats() const;
 
+  // The reconciler's thread (SetSpec changes it).
   const LeaseSizing& sizing() const { return sizing_; }
 
  private:
@@ -224,21 +242,30 @@ class LeaseBook {
   // credit than the key could get now.
   bool CreditIsFresh(const LeaseEntry* e, int64_t now) const;
 
+  void NoteError(const absl::Status& error, bool key_error) {
+    if (error_sink_) error_sink_(error, key_error);
+  }
+
   const LeaseOptions options_;
   const std::string instance_id_;
-  const LeaseSizing sizing_;
+  const double near_limit_fraction_;
+  // What the spec makes of the book (SetSpec; the reconciler's thread).
+  LeaseSizing sizing_;
   // The first band's burst: the largest lease or cost, and the most debt a
   // charge may leave (an outage should not close the limit for longer than
   // a full refill).
-  const int64_t burst_;
-  const bool fixed_window_first_;  // expiry also at the window's end
-  const int64_t credit_;           // A, the local credit of a cold key
+  int64_t burst_ = 0;
+  bool fixed_window_first_ = false;  // expiry also at the window's end
+  // A, the local credit of a cold key. relaxed: a value on its own, read
+  // by NewEntry on any thread.
+  std::atomic<int64_t> credit_{0};
   // A key whose credit is below A is kept this long after its last
   // activity (twice FullRefillNanos): a key evicted and created anew starts
   // with A, which must not come sooner than Redis would give it back.
-  const int64_t credit_refill_ns_;
+  int64_t credit_refill_ns_ = 0;
   // kNearLimit when what Redis said is left is at most this.
-  const int64_t near_limit_remaining_;
+  int64_t near_limit_remaining_ = 0;
+  absl::AnyInvocable<void(const absl::Status&, bool)> error_sink_;
 
   std::priority_queue<Expiry, std::vector<Expiry>, std::greater<>> expiry_;
   std::vector<LeaseEntry*> denied_;        // keys with a cached refusal
@@ -258,7 +285,7 @@ class LeaseBook {
   struct Counters {
     std::atomic<uint64_t> lease_requests{0}, tokens_granted{0},
         tokens_returned{0}, denied_by_redis{0}, charges{0}, tokens_charged{0},
-        redis_errors{0}, leases_granted{0}, leases_expired{0},
+        leases_granted{0}, leases_expired{0},
         tokens_expired{0}, leases_returned{0};
   };
   Counters counters_;

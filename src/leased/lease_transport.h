@@ -62,11 +62,14 @@ class RedisLeaseTransport final : public LeaseTransport {
                            BatchCallback done) override;
   // Ending the batch wakes the client thread once (if anything was queued).
   void Flush() override { batch_.reset(); }
+  // Calls from now on carry `spec` (LeasedLimiter::UpdateSpec; the
+  // reconciler's thread, as SubmitBatch).
+  void SetSpec(const LimitSpec& spec) { spec_ = spec; }
   bool Down() const override { return client_->health() == RedisHealth::kDown; }
 
  private:
   RedisClient* const client_;
-  const LimitSpec spec_;
+  LimitSpec spec_;
   const std::string key_prefix_;
   const bool start_empty_;
   std::optional<RedisClient::Batch> batch_;

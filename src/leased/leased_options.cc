@@ -1,6 +1,6 @@
 // Validation of LeaseOptions and LeasedLimiterOptions.
 #include "core/options_checks.h"
-#include "redis/script_call.h"
+#include "shared/shared_checks.h"
 #include "tokenlease/leased.h"
 
 namespace tokenlease {
@@ -40,25 +40,10 @@ absl::Status LeaseOptions::Validate() const {
 
 absl::Status LeasedLimiterOptions::Validate() const {
   return internal::FirstError({
-      internal::ValidateKeyPrefix("LeasedLimiterOptions.key_prefix",
-                                  key_prefix),
-      internal::ValidateKeySpace("LeasedLimiterOptions", max_keys, shards),
-      internal::CheckMaxKeyBytes("LeasedLimiterOptions", max_key_bytes),
-      internal::CheckInteger("LeasedLimiterOptions.fallback_instances",
-                             fallback_instances, 1, 65536),
-      instance_group.empty()
-          ? absl::OkStatus()
-          : internal::ValidateKeyPrefix("LeasedLimiterOptions.instance_group",
-                                        instance_group),
-      internal::CheckDuration("LeasedLimiterOptions.announce_ttl", announce_ttl,
-                              absl::Milliseconds(100), absl::Minutes(10)),
+      internal::ValidateSharedOptions(*this, "LeasedLimiterOptions"),
       internal::CheckFraction("LeasedLimiterOptions.near_limit_fraction",
                               near_limit_fraction, 0, 1, /*open_low=*/true),
-      internal::CheckDuration("LeasedLimiterOptions.stats_interval",
-                              stats_interval, absl::Milliseconds(1),
-                              absl::Hours(1)),
       lease.Validate(),
-      connection == nullptr ? redis.Validate() : absl::OkStatus(),
   });
 }
 

@@ -2,9 +2,8 @@
 // (the public RedisConnection): the client thread below, the endpoint (a
 // URL parsed once, host resolved off the loop), owned copies of replies,
 // the encoding of the Lua scripts' calls and their replies
-// (script_call.h), and the embedded scripts (scripts.h); and the
-// Prometheus text writer both shared modes export their metrics with
-// (prometheus_text.h). It knows nothing of leases or decisions beyond the
+// (script_call.h), the embedded scripts (scripts.h) and instance discovery
+// (instance_census.h). It knows nothing of leases or decisions beyond the
 // scripts' reply shapes and the public stats types.
 //
 // The Redis client thread: a libevent loop owning async hiredis contexts.
@@ -199,6 +198,12 @@ class RedisClient {
 
   std::unique_ptr<Loop> loop_;  // loop-thread state
   std::thread thread_;
+};
+
+// The library's access to a RedisConnection's client (the public header
+// does not expose the internal type).
+struct RedisConnectionAccess {
+  static RedisClient& Client(const RedisConnection& c) { return *c.client_; }
 };
 
 // `given` if the caller shares a connection, else a new one for `options`

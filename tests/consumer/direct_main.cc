@@ -23,18 +23,20 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "%s\n", limiter.status().ToString().c_str());
     return 1;
   }
-  // Blocks up to the deadline; errors mean Redis did not answer in time.
-  absl::StatusOr<tokenlease::Decision> d =
+  // Blocks up to the deadline. Redis not answering in time is decided by
+  // the failure mode: fail_closed (the default) denies, source kFailClosed.
+  const tokenlease::Decision d =
       (*limiter)->TryAcquire("user:42", 1, absl::Milliseconds(200));
-  if (!d.ok()) {
-    std::fprintf(stderr, "no decision: %s\n", d.status().ToString().c_str());
+  if (d.source == tokenlease::DecisionSource::kFailClosed) {
+    std::fprintf(stderr, "no decision from Redis; ask again in %s\n",
+                 absl::FormatDuration(d.retry_after()).c_str());
     return 2;
   }
-  if (d->allowed) {
+  if (d.allowed) {
     std::printf("send the SMS\n");
   } else {
     std::printf("already sent today; next in %s\n",
-                absl::FormatDuration(d->retry_after()).c_str());
+                absl::FormatDuration(d.retry_after()).c_str());
   }
   return 0;
 }

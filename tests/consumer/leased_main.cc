@@ -22,7 +22,8 @@ int main(int argc, char** argv) {
     return 1;
   }
   // Hot keys: resolve once, decide through the handle (a few nanoseconds).
-  absl::StatusOr<tokenlease::LeaseHandle> key = (*limiter)->Resolve("key:42");
+  absl::StatusOr<tokenlease::LeasedLimiter::Handle> key =
+      (*limiter)->Resolve("key:42");
   if (!key.ok()) return 1;
   int allowed = 0;
   for (int i = 0; i < 1000; ++i) {

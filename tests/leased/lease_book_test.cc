@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/status/status.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "leased/lease_entry.h"
@@ -61,7 +62,13 @@ class LeaseBookTest : public ::testing::Test {
       LimitSpec spec = LimitSpec::TokenBucket(1000, absl::Seconds(1)))
       : spec_(std::move(spec)),
         book_(spec_, options_, "inst", /*seed=*/1),
-        e_(std::make_unique<LeaseEntry>("k")) {}
+        e_(std::make_unique<LeaseEntry>("k")) {
+    // What the limiter counts as redis_errors and key_errors.
+    book_.SetErrorSink([this](const absl::Status& error, bool key_error) {
+      errors_.push_back(error);
+      if (key_error) ++key_errors_;
+    });
+  }
 
   uint32_t Flags() const { return e_->flags.load(); }
   int64_t Balance() const { return e_->balance.load(); }
@@ -101,6 +108,10 @@ class LeaseBookTest : public ::testing::Test {
   LimitSpec spec_;
   LeaseBook book_;
   std::unique_ptr<LeaseEntry> e_;
+  // Every error the book reported (SetErrorSink), and how many of them
+  // were errors for the key.
+  std::vector<absl::Status> errors_;
+  int key_errors_ = 0;
 };
 
 TEST_F(LeaseBookTest, GrantFillsTheBalanceAndExpiryReturnsTheLeftover) {
@@ -257,7 +268,11 @@ TEST_F(LeaseBookTest, ErrorsBackOffPerKeyUpTo250ms) {
     Expire(now);
     EXPECT_FALSE(Flags() & kDenied);
   }
-  EXPECT_EQ(book_.stats().redis_errors, 10u);
+  ASSERT_THAT(errors_, SizeIs(10));
+  for (const absl::Status& e : errors_) {
+    EXPECT_EQ(e.code(), absl::StatusCode::kUnavailable) << e;
+  }
+  EXPECT_EQ(key_errors_, 0);
   // Per key: another key's first error backs off one tick.
   LeaseEntry other("other");
   other.flags.fetch_or(kRefillQueued);

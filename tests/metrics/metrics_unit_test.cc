@@ -1,7 +1,7 @@
 // Metrics without a Redis server: the latency histogram's buckets, the
 // strict Prometheus text checker (testing/prometheus_check.h) on texts that
 // break each rule, the PrometheusWriter's output under that checker, and
-// the per-thread decision counters (src/leased/decision_counts.h) under
+// the per-thread decision counters (src/core/decision_counts.h) under
 // threads that count, exit, and hand their arrays on.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -11,11 +11,12 @@
 #include <thread>
 #include <vector>
 
-#include "leased/decision_counts.h"
+#include "core/decision_counts.h"
 #include "testing/prometheus_check.h"
 #include "tokenlease/direct.h"
 #include "tokenlease/leased.h"
 #include "tokenlease/metrics.h"
+#include "tokenlease/shared_limit.h"
 
 namespace tokenlease {
 namespace {
@@ -169,25 +170,30 @@ INSTANTIATE_TEST_SUITE_P(
 
 // --- The writer --------------------------------------------------------------
 
-LeaseStats SomeLeaseStats() {
-  LeaseStats s;
+SharedLimitStats SomeLeasedStats() {
+  SharedLimitStats s;
+  s.mode = LimiterMode::kLeased;
   s.decisions.admitted[static_cast<int>(DecisionSource::kLease)] = 1000;
   s.decisions.admitted[static_cast<int>(DecisionSource::kLocalCredit)] = 25;
   s.decisions.denied[static_cast<int>(DecisionSource::kLease)] = 7;
+  s.decisions.denied[static_cast<int>(DecisionSource::kFailClosed)] = 9;
   // A cell no leased limiter produces appears too once it is not zero.
   s.decisions.denied[static_cast<int>(DecisionSource::kDirect)] = 1;
-  s.lease_requests = 12;
-  s.leases_granted = 11;
-  s.tokens_granted = 1100;
-  s.leases_expired = 3;
-  s.tokens_expired = 40;
-  s.batch_calls = 10;
+  s.keys = 17;
+  s.lease.lease_requests = 12;
+  s.lease.leases_granted = 11;
+  s.lease.tokens_granted = 1100;
+  s.lease.leases_expired = 3;
+  s.lease.tokens_expired = 40;
+  s.redis_calls = 10;
   s.decisions_per_call = 103.3;
-  s.held_tokens = 60;
-  s.credit_tokens = 5;
-  s.uncharged_tokens = 2;
-  s.overshoot_tokens = 67;
-  s.near_limit_keys = 1;
+  s.redis_errors = 6;
+  s.key_errors = 2;
+  s.lease.held_tokens = 60;
+  s.lease.credit_tokens = 5;
+  s.lease.uncharged_tokens = 2;
+  s.lease.overshoot_tokens = 67;
+  s.lease.near_limit_keys = 1;
   s.redis.commands_sent = 10;
   s.redis.healthy = 1;
   s.redis.health = RedisHealth::kHealthy;
@@ -200,15 +206,26 @@ LeaseStats SomeLeaseStats() {
 
 TEST(PrometheusWriterTest, WritesEverySeriesOnceUnderTheStrictChecker) {
   PrometheusWriter w;
-  const LeaseStats lease = SomeLeaseStats();
+  const SharedLimitStats lease = SomeLeasedStats();
   ASSERT_TRUE(w.Add("api", lease).ok());
-  DirectStats direct;
+  SharedLimitStats direct;
+  direct.mode = LimiterMode::kDirect;
   direct.decisions.admitted[static_cast<int>(DecisionSource::kDirect)] = 4;
   direct.redis_calls = 4;
+  direct.redis_errors = 3;
+  direct.key_errors = 1;
   direct.redis.round_trip.buckets[LatencyHistogram::kBuckets] = 1;
   ASSERT_TRUE(w.Add("sms", direct).ok());
   // A second limiter on api's connection: no second copy of its series.
-  ASSERT_TRUE(w.Add("api-shadow", lease, /*with_connection=*/false).ok());
+  SharedLimitStats shadow = lease;
+  shadow.keys = 0;
+  ASSERT_TRUE(w.Add("api-shadow", shadow, /*with_connection=*/false).ok());
+  // A local limiter: decisions and keys only.
+  LimiterStats local;
+  local.decisions.admitted[static_cast<int>(DecisionSource::kLocal)] = 8;
+  local.decisions.admitted[static_cast<int>(DecisionSource::kShadow)] = 2;
+  local.keys = 5;
+  ASSERT_TRUE(w.Add("login", local).ok());
   const std::string text = w.Text();
   absl::StatusOr<PromExposition> p = ParsePrometheusText(text);
   ASSERT_TRUE(p.ok()) << p.status() << "\n" << text;
@@ -238,6 +255,59 @@ TEST(PrometheusWriterTest, WritesEverySeriesOnceUnderTheStrictChecker) {
   EXPECT_EQ(v("tokenlease_decisions_total",
               {{"limit", "sms"}, {"source", "direct"}, {"result", "admitted"}}),
             4);
+  // Redis could not decide: denials by fail_closed (no family of their
+  // own any more), at zero from the start in both Redis modes.
+  EXPECT_EQ(
+      v("tokenlease_decisions_total",
+        {{"limit", "api"}, {"source", "fail_closed"}, {"result", "denied"}}),
+      9);
+  EXPECT_EQ(
+      v("tokenlease_decisions_total",
+        {{"limit", "sms"}, {"source", "fail_closed"}, {"result", "denied"}}),
+      0);
+  for (const char* limit : {"api", "sms", "login"}) {
+    EXPECT_EQ(
+        v("tokenlease_decisions_total",
+          {{"limit", limit}, {"source", "shadow"}, {"result", "admitted"}}),
+        limit == std::string("login") ? 2 : 0)
+        << limit;
+  }
+  for (const char* gone : {"tokenlease_fail_closed_denials_total",
+                           "tokenlease_shadow_denials_total",
+                           "tokenlease_redis_call_errors_total"}) {
+    EXPECT_EQ(p->Family(gone), nullptr) << gone;
+  }
+  // Errors, with those for the key apart, in both Redis modes.
+  EXPECT_EQ(v("tokenlease_redis_errors_total", {{"limit", "api"}}), 6);
+  EXPECT_EQ(v("tokenlease_redis_key_errors_total", {{"limit", "api"}}), 2);
+  EXPECT_EQ(v("tokenlease_redis_errors_total", {{"limit", "sms"}}), 3);
+  EXPECT_EQ(v("tokenlease_redis_key_errors_total", {{"limit", "sms"}}), 1);
+  // Leased mode's own series are its own.
+  EXPECT_EQ(v("tokenlease_lease_requests_total", {{"limit", "api"}}), 12);
+  EXPECT_FALSE(p->Value("tokenlease_lease_requests_total", {{"limit", "sms"}})
+                   .has_value());
+  // Keys, in every mode.
+  EXPECT_EQ(v("tokenlease_keys", {{"limit", "api"}}), 17);
+  EXPECT_EQ(v("tokenlease_keys", {{"limit", "sms"}}), 0);
+  EXPECT_EQ(v("tokenlease_keys", {{"limit", "login"}}), 5);
+  // The local limiter: its decisions (kLocal at zero from the start too)
+  // and no Redis series.
+  EXPECT_EQ(
+      v("tokenlease_decisions_total",
+        {{"limit", "login"}, {"source", "local"}, {"result", "admitted"}}),
+      8);
+  EXPECT_EQ(v("tokenlease_decisions_total",
+              {{"limit", "login"}, {"source", "local"}, {"result", "denied"}}),
+            0);
+  EXPECT_FALSE(
+      p->Value("tokenlease_decisions_total", {{"limit", "login"},
+                                              {"source", "fail_closed"},
+                                              {"result", "denied"}})
+          .has_value());
+  EXPECT_FALSE(p->Value("tokenlease_redis_calls_total", {{"limit", "login"}})
+                   .has_value());
+  EXPECT_FALSE(p->Value("tokenlease_redis_commands_total", {{"limit", "login"}})
+                   .has_value());
   EXPECT_EQ(v("tokenlease_leases_expired_total", {{"limit", "api"}}), 3);
   EXPECT_EQ(v("tokenlease_tokens_expired_total", {{"limit", "api"}}), 40);
   EXPECT_EQ(v("tokenlease_overshoot_tokens", {{"limit", "api"}}), 67);
@@ -283,8 +353,10 @@ TEST(PrometheusWriterTest, WritesEverySeriesOnceUnderTheStrictChecker) {
 TEST(PrometheusWriterTest, EscapesLimitNamesAndReplacesInvalidUtf8) {
   PrometheusWriter w;
   const std::string odd = "a\"b\\c\nd é";
-  ASSERT_TRUE(w.Add(odd, DirectStats{}).ok());
-  ASSERT_TRUE(w.Add("bad\xff\xc3(", DirectStats{}).ok());
+  SharedLimitStats direct;
+  direct.mode = LimiterMode::kDirect;
+  ASSERT_TRUE(w.Add(odd, direct).ok());
+  ASSERT_TRUE(w.Add("bad\xff\xc3(", direct).ok());
   absl::StatusOr<PromExposition> p = ParsePrometheusText(w.Text());
   ASSERT_TRUE(p.ok()) << p.status() << "\n" << w.Text();
   EXPECT_TRUE(p->Value("tokenlease_redis_calls_total", {{"limit", odd}}));
@@ -294,9 +366,16 @@ TEST(PrometheusWriterTest, EscapesLimitNamesAndReplacesInvalidUtf8) {
 
 TEST(PrometheusWriterTest, RefusesARepeatedOrEmptyName) {
   PrometheusWriter w;
-  EXPECT_TRUE(w.Add("x", DirectStats{}).ok());
-  EXPECT_EQ(w.Add("x", LeaseStats{}).code(), absl::StatusCode::kAlreadyExists);
-  EXPECT_EQ(w.Add("", LeaseStats{}).code(), absl::StatusCode::kInvalidArgument);
+  SharedLimitStats direct, leased;
+  direct.mode = LimiterMode::kDirect;
+  leased.mode = LimiterMode::kLeased;
+  EXPECT_TRUE(w.Add("x", direct).ok());
+  EXPECT_EQ(w.Add("x", leased).code(), absl::StatusCode::kAlreadyExists);
+  EXPECT_EQ(w.Add("x", LimiterStats{}).code(),
+            absl::StatusCode::kAlreadyExists);
+  EXPECT_EQ(w.Add("", leased).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(w.Add("", LimiterStats{}).code(),
+            absl::StatusCode::kInvalidArgument);
   EXPECT_TRUE(ParsePrometheusText(w.Text()).ok());
   EXPECT_EQ(PrometheusWriter().Text(), "");
 }
@@ -357,6 +436,32 @@ TEST(DecisionCountsTest, ThreadsCountExactlyAndHandTheirArraysOn) {
   EXPECT_EQ(SumDecisionCells(c).Denied(DecisionSource::kKeyLimit), 1u);
   ReleaseDecisionCells(b);
   ReleaseDecisionCells(c);
+}
+
+// A limiter's range of cells (DecisionCounter): counts from any thread,
+// and starts from zero for the next limiter when the range is reused.
+TEST(DecisionCountsTest, ACounterOwnsItsRangeFromConstructionToDestruction) {
+  Decision admitted;
+  admitted.allowed = true;
+  admitted.source = DecisionSource::kDirect;
+  Decision denied;
+  denied.source = DecisionSource::kFailClosed;
+  uint32_t base = 0;
+  {
+    internal::DecisionCounter counter;
+    base = counter.base();
+    std::thread([&] {
+      for (int i = 0; i < 10; ++i) counter.Count(admitted);
+    }).join();
+    counter.Count(denied);
+    const DecisionCounts c = counter.Sum();
+    EXPECT_EQ(c.Admitted(DecisionSource::kDirect), 10u);
+    EXPECT_EQ(c.Denied(DecisionSource::kFailClosed), 1u);
+    EXPECT_EQ(c.Total(), 11u);
+  }
+  internal::DecisionCounter next;
+  EXPECT_EQ(next.base(), base);  // the range released, taken again
+  EXPECT_EQ(next.Sum().Total(), 0u);
 }
 
 }  // namespace

@@ -4,9 +4,13 @@
 
 #include <atomic>
 #include <chrono>
+#include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <thread>
+#include <vector>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -20,6 +24,9 @@ namespace tokenlease {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::IsEmpty;
+using ::testing::Not;
+using ::testing::SizeIs;
 using ::tokenlease::testing::AnchoredAt;
 
 constexpr absl::Duration kWaitBound = absl::Seconds(20);
@@ -29,15 +36,43 @@ LimitSpec Anchored(LimitSpec spec) {
   return AnchoredAt(std::move(spec), absl::Now());
 }
 
+// The lines a connection logs (RedisOptions::log, called on its client
+// thread).
+class LogLines {
+ public:
+  std::function<void(std::string_view)> Sink() {
+    return [this](std::string_view line) {
+      std::lock_guard<std::mutex> lock(mu_);
+      lines_.emplace_back(line);
+    };
+  }
+  // The lines a limiter logged for calls Redis gave no decision
+  // (FailurePolicy::NoteError), in order.
+  std::vector<std::string> NoDecision() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    std::vector<std::string> out;
+    for (const std::string& l : lines_) {
+      if (absl::StartsWith(l, "Redis gave no decision: ")) out.push_back(l);
+    }
+    return out;
+  }
+
+ private:
+  mutable std::mutex mu_;
+  std::vector<std::string> lines_;
+};
+
 // Direct limiters on one connection to the test's server (the shared one,
-// or a private one for the fault tests).
+// or a private one for the fault tests), whose log lines the test reads.
 template <typename ServerFixture>
 class DirectFixture : public ServerFixture {
  protected:
   void SetUp() override {
     ServerFixture::SetUp();
     if (this->HasFatalFailure()) return;
-    connection_ = this->NewConnection();
+    RedisOptions redis;
+    redis.log = log_->Sink();
+    connection_ = testing::ConnectFast(this->url(), redis);
     ASSERT_NE(connection_, nullptr);
   }
 
@@ -59,8 +94,25 @@ class DirectFixture : public ServerFixture {
     return absl::StrSplit(list, ", ");
   }
 
+  // Outlives connection_ (declared first), which logs into it.
+  std::unique_ptr<LogLines> log_ = std::make_unique<LogLines>();
   std::shared_ptr<RedisConnection> connection_;
 };
+
+// What a call that got no decision returns by default (kFailClosed):
+// denied, with the call's deadline as retry_after.
+void ExpectFailClosed(const Decision& d, absl::Duration deadline) {
+  EXPECT_FALSE(d.allowed);
+  EXPECT_EQ(d.source, DecisionSource::kFailClosed);
+  EXPECT_EQ(d.retry_after(), deadline);
+}
+
+// Bad input: denied before any call to Redis.
+void ExpectInvalidArgument(const Decision& d) {
+  EXPECT_FALSE(d.allowed);
+  EXPECT_EQ(d.source, DecisionSource::kInvalidArgument);
+  EXPECT_EQ(d.retry_after_ns, kNever);
+}
 
 using DirectLimiterTest = DirectFixture<testing::RedisTest>;
 // Tests that pause or kill their server.
@@ -69,27 +121,36 @@ using DirectLimiterFaultTest = DirectFixture<testing::PrivateRedisTest>;
 TEST_F(DirectLimiterTest, ExactCountAndDenialFields) {
   auto limiter = Make(Anchored(LimitSpec::FixedWindow(5, absl::Hours(1))));
   for (int i = 0; i < 5; ++i) {
-    auto d = limiter->TryAcquire("user:1");
-    ASSERT_TRUE(d.ok()) << d.status();
-    EXPECT_TRUE(d->allowed) << i;
-    EXPECT_EQ(d->source, DecisionSource::kDirect);
-    EXPECT_EQ(d->remaining, 4 - i);
+    const Decision d = limiter->TryAcquire("user:1");
+    EXPECT_TRUE(d.allowed) << i;
+    ASSERT_EQ(d.source, DecisionSource::kDirect);
+    EXPECT_EQ(d.remaining, 4 - i);
   }
-  auto d = limiter->TryAcquire("user:1");
-  ASSERT_TRUE(d.ok()) << d.status();
-  EXPECT_FALSE(d->allowed);
-  EXPECT_GT(d->retry_after_ns, 0);
-  EXPECT_LE(d->retry_after_ns, absl::ToInt64Nanoseconds(absl::Hours(1)));
-  EXPECT_EQ(d->reset_after_ns, d->retry_after_ns);
+  Decision d = limiter->TryAcquire("user:1");
+  ASSERT_EQ(d.source, DecisionSource::kDirect);
+  EXPECT_FALSE(d.allowed);
+  EXPECT_GT(d.retry_after_ns, 0);
+  EXPECT_LE(d.retry_after_ns, absl::ToInt64Nanoseconds(absl::Hours(1)));
+  EXPECT_EQ(d.reset_after_ns, d.retry_after_ns);
   // Another key is independent.
   d = limiter->TryAcquire("user:2", 5);
-  ASSERT_TRUE(d.ok());
-  EXPECT_TRUE(d->allowed);
+  ASSERT_EQ(d.source, DecisionSource::kDirect);
+  EXPECT_TRUE(d.allowed);
   // A cost above the limit can never be admitted.
   d = limiter->TryAcquire("user:3", 6);
-  ASSERT_TRUE(d.ok());
-  EXPECT_FALSE(d->allowed);
-  EXPECT_EQ(d->retry_after_ns, kNever);
+  ASSERT_EQ(d.source, DecisionSource::kDirect);
+  EXPECT_FALSE(d.allowed);
+  EXPECT_EQ(d.retry_after_ns, kNever);
+  // Every decision was Redis's, one call each, and nothing failed.
+  const SharedLimitStats s = limiter->stats();
+  EXPECT_EQ(s.mode, LimiterMode::kDirect);
+  EXPECT_EQ(s.decisions.Admitted(DecisionSource::kDirect), 6u);
+  EXPECT_EQ(s.decisions.Denied(DecisionSource::kDirect), 2u);
+  EXPECT_EQ(s.decisions.Total(), 8u);
+  EXPECT_EQ(s.redis_calls, 8u);
+  EXPECT_EQ(s.redis_errors, 0u);
+  EXPECT_EQ(s.key_errors, 0u);
+  EXPECT_THAT(log_->NoDecision(), SizeIs(0));
 }
 
 TEST_F(DirectLimiterTest, TwoProcessesWorthOfLimitersShareOneLimit) {
@@ -106,9 +167,9 @@ TEST_F(DirectLimiterTest, TwoProcessesWorthOfLimitersShareOneLimit) {
   ASSERT_TRUE(b.ok());
   int admitted = 0;
   for (int i = 0; i < 15; ++i) {
-    auto d = (i % 2 ? a : *b)->TryAcquire("shared");
-    ASSERT_TRUE(d.ok()) << d.status();
-    admitted += d->allowed;
+    const Decision d = (i % 2 ? a : *b)->TryAcquire("shared");
+    ASSERT_EQ(d.source, DecisionSource::kDirect) << i;
+    admitted += d.allowed;
   }
   EXPECT_EQ(admitted, 10);
 }
@@ -119,11 +180,11 @@ TEST_F(DirectLimiterTest, ManyConcurrentAsyncCallersAdmitExactly) {
   std::atomic<int> allowed{0}, denied{0}, failed{0};
   internal::Notification all;
   for (int i = 0; i < kCalls; ++i) {
-    limiter->TryAcquireAsync("hot", 1, [&](absl::StatusOr<Decision> d) {
-      if (!d.ok()) {
-        failed.fetch_add(1);
+    limiter->TryAcquireAsync("hot", 1, [&](Decision d) {
+      if (d.source != DecisionSource::kDirect) {
+        failed.fetch_add(1);  // not Redis's decision
       } else {
-        (d->allowed ? allowed : denied).fetch_add(1);
+        (d.allowed ? allowed : denied).fetch_add(1);
       }
       if (allowed.load() + denied.load() + failed.load() == kCalls) {
         all.Notify();
@@ -137,6 +198,7 @@ TEST_F(DirectLimiterTest, ManyConcurrentAsyncCallersAdmitExactly) {
   // Pipelined: far fewer writes than calls are not observable here, but
   // every call was one command.
   EXPECT_GE(connection_->stats().commands_sent, static_cast<uint64_t>(kCalls));
+  EXPECT_EQ(limiter->stats().redis_errors, 0u);
 }
 
 TEST_F(DirectLimiterTest, ManyThreadsBlockingAdmitExactly) {
@@ -146,10 +208,10 @@ TEST_F(DirectLimiterTest, ManyThreadsBlockingAdmitExactly) {
   for (int t = 0; t < 8; ++t) {
     threads.emplace_back([&] {
       for (int i = 0; i < 10; ++i) {
-        auto d = limiter->TryAcquire("k");
-        if (!d.ok()) {
-          failed.fetch_add(1);
-        } else if (d->allowed) {
+        const Decision d = limiter->TryAcquire("k");
+        if (d.source != DecisionSource::kDirect) {
+          failed.fetch_add(1);  // not Redis's decision
+        } else if (d.allowed) {
           allowed.fetch_add(1);
         }
       }
@@ -164,96 +226,120 @@ TEST_F(DirectLimiterTest, ReserveBorrowsAndReturnsTheWait) {
   LimitSpec spec = LimitSpec::TokenBucket(1, absl::Seconds(10));
   spec.max_borrow = absl::Minutes(1);
   auto limiter = Make(spec);
-  auto r = limiter->Reserve("b", 1, absl::ZeroDuration());
-  ASSERT_TRUE(r.ok()) << r.status();
-  EXPECT_TRUE(r->granted);
-  EXPECT_EQ(r->wait_ns, 0);
+  Reservation r = limiter->Reserve("b", 1, absl::ZeroDuration());
+  ASSERT_EQ(r.decision.source, DecisionSource::kDirect);
+  EXPECT_TRUE(r.granted);
+  EXPECT_EQ(r.wait_ns, 0);
   r = limiter->Reserve("b", 1, absl::Seconds(30));
-  ASSERT_TRUE(r.ok()) << r.status();
-  EXPECT_TRUE(r->granted);
-  EXPECT_GT(r->wait(), absl::Seconds(9));
-  EXPECT_LE(r->wait(), absl::Seconds(10));
+  ASSERT_EQ(r.decision.source, DecisionSource::kDirect);
+  EXPECT_TRUE(r.granted);
+  EXPECT_GT(r.wait(), absl::Seconds(9));
+  EXPECT_LE(r.wait(), absl::Seconds(10));
   // Not beyond max_wait: nothing is taken.
   r = limiter->Reserve("b", 1, absl::Seconds(5));
-  ASSERT_TRUE(r.ok());
-  EXPECT_FALSE(r->granted);
+  ASSERT_EQ(r.decision.source, DecisionSource::kDirect);
+  EXPECT_FALSE(r.granted);
+  EXPECT_EQ(r.wait_ns, 0);
 }
 
 TEST_F(DirectLimiterTest, WrongTypeKeyIsAClearErrorNotACrash) {
   auto limiter = Make(LimitSpec::TokenBucket(5, absl::Minutes(1)));
-  ASSERT_TRUE(limiter->TryAcquire("victim").ok());
+  ASSERT_EQ(limiter->TryAcquire("victim").source, DecisionSource::kDirect);
   std::vector<std::string> keys = Keys("*victim*");
   ASSERT_FALSE(keys.empty());
   for (const auto& k : keys) {
     ASSERT_TRUE(server().Command({"DEL", k}).ok());
     ASSERT_TRUE(server().Command({"LPUSH", k, "x"}).ok());
   }
-  auto d = limiter->TryAcquire("victim");
-  ASSERT_FALSE(d.ok());
-  EXPECT_EQ(d.status().code(), absl::StatusCode::kFailedPrecondition)
-      << d.status();
-  EXPECT_THAT(d.status().message(), HasSubstr("victim"));
+  // The failure mode's decision (kFailClosed by default), an error for
+  // the key counted, and the error logged, naming the key.
+  Decision d = limiter->TryAcquire("victim");
+  ExpectFailClosed(d, absl::Seconds(5));  // options.timeout
+  SharedLimitStats s = limiter->stats();
+  EXPECT_EQ(s.redis_errors, 1u);
+  EXPECT_EQ(s.key_errors, 1u);
+  EXPECT_EQ(s.decisions.Denied(DecisionSource::kFailClosed), 1u);
+  const std::vector<std::string> logged = log_->NoDecision();
+  ASSERT_THAT(logged, SizeIs(1));
+  EXPECT_THAT(logged[0], HasSubstr("FAILED_PRECONDITION"));
+  EXPECT_THAT(logged[0], HasSubstr("victim"));
+  EXPECT_THAT(logged[0], HasSubstr("fail_closed decides meanwhile"));
   // The limiter and its connection still work for other keys.
   d = limiter->TryAcquire("fine");
-  ASSERT_TRUE(d.ok()) << d.status();
-  EXPECT_TRUE(d->allowed);
+  ASSERT_EQ(d.source, DecisionSource::kDirect);
+  EXPECT_TRUE(d.allowed);
+  s = limiter->stats();
+  EXPECT_EQ(s.redis_errors, 1u);
+  EXPECT_EQ(s.key_errors, 1u);
 }
 
 TEST_F(DirectLimiterTest, SurvivesScriptFlush) {
   auto limiter = Make(Anchored(LimitSpec::FixedWindow(3, absl::Hours(1))));
-  ASSERT_TRUE(limiter->TryAcquire("f").ok());
+  ASSERT_EQ(limiter->TryAcquire("f").source, DecisionSource::kDirect);
   ASSERT_TRUE(server().Command({"SCRIPT", "FLUSH"}).ok());
-  auto d = limiter->TryAcquire("f");
-  ASSERT_TRUE(d.ok()) << d.status();
-  EXPECT_TRUE(d->allowed);
-  EXPECT_EQ(d->remaining, 1);
+  const Decision d = limiter->TryAcquire("f");
+  ASSERT_EQ(d.source, DecisionSource::kDirect);
+  EXPECT_TRUE(d.allowed);
+  EXPECT_EQ(d.remaining, 1);
   EXPECT_GE(connection_->stats().script_reloads, 1u);
+  EXPECT_EQ(limiter->stats().redis_errors, 0u);
 }
 
 TEST_F(DirectLimiterFaultTest, FrozenServerFailsByTheDeadlineThenRecovers) {
   auto limiter = Make(LimitSpec::FixedWindow(100, absl::Hours(1)));
-  ASSERT_TRUE(limiter->TryAcquire("z").ok());
+  ASSERT_EQ(limiter->TryAcquire("z").source, DecisionSource::kDirect);
   server().Pause();
   const auto start = std::chrono::steady_clock::now();
-  auto d = limiter->TryAcquire("z", 1, absl::Milliseconds(150));
+  Decision d = limiter->TryAcquire("z", 1, absl::Milliseconds(150));
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5));
-  ASSERT_FALSE(d.ok());
-  EXPECT_EQ(d.status().code(), absl::StatusCode::kDeadlineExceeded);
+  // No answer by the deadline: kFailClosed's decision, the error counted
+  // (not one for the key) and logged.
+  ExpectFailClosed(d, absl::Milliseconds(150));
+  SharedLimitStats s = limiter->stats();
+  EXPECT_EQ(s.redis_errors, 1u);
+  EXPECT_EQ(s.key_errors, 0u);
+  const std::vector<std::string> logged = log_->NoDecision();
+  ASSERT_THAT(logged, SizeIs(1));
+  EXPECT_THAT(logged[0], HasSubstr("DEADLINE_EXCEEDED"));
   server().Resume();
   const absl::Time end = absl::Now() + kWaitBound;
   while (absl::Now() < end) {
     d = limiter->TryAcquire("z", 1, absl::Milliseconds(300));
-    if (d.ok()) break;
+    if (d.source != DecisionSource::kFailClosed) break;
   }
-  ASSERT_TRUE(d.ok()) << d.status();
-  EXPECT_TRUE(d->allowed);
+  ASSERT_EQ(d.source, DecisionSource::kDirect);
+  EXPECT_TRUE(d.allowed);
 }
 
 TEST_F(DirectLimiterFaultTest, KilledServerFailsThenRecoversAfterRestart) {
   auto limiter = Make(LimitSpec::FixedWindow(100, absl::Hours(1)));
-  ASSERT_TRUE(limiter->TryAcquire("r").ok());
+  ASSERT_EQ(limiter->TryAcquire("r").source, DecisionSource::kDirect);
   server().Kill();
-  auto d = limiter->TryAcquire("r", 1, absl::Milliseconds(150));
-  ASSERT_FALSE(d.ok());
+  Decision d = limiter->TryAcquire("r", 1, absl::Milliseconds(150));
+  ExpectFailClosed(d, absl::Milliseconds(150));
+  EXPECT_EQ(limiter->stats().redis_errors, 1u);
+  EXPECT_EQ(limiter->stats().key_errors, 0u);
+  EXPECT_THAT(log_->NoDecision(), SizeIs(1));
   ASSERT_TRUE(server().Restart().ok());
   const absl::Time end = absl::Now() + kWaitBound;
   while (absl::Now() < end) {
     d = limiter->TryAcquire("r", 1, absl::Milliseconds(300));
-    if (d.ok()) break;
+    if (d.source != DecisionSource::kFailClosed) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
-  ASSERT_TRUE(d.ok()) << d.status();
+  ASSERT_EQ(d.source, DecisionSource::kDirect);
   // The restarted server has no persistence: the count starts over.
-  EXPECT_EQ(d->remaining, 99);
+  EXPECT_EQ(d.remaining, 99);
+  EXPECT_EQ(limiter->stats().key_errors, 0u);
 }
 
-// DirectLimiterOptions::failure_mode (opt-in): a call that gets no decision
-// returns the mode's decision instead of its error. Against a killed
-// server, 12 calls for a limit of 40 an hour shared by 4 instances (a
-// local share of 10).
+// DirectLimiterOptions::failure_mode: a call that gets no decision returns
+// the mode's decision (kFailClosed when the option is left alone). Against
+// a killed server, 12 calls for a limit of 40 an hour shared by 4
+// instances (a local share of 10).
 struct DirectModeCase {
   const char* name;
-  std::optional<FailureMode> mode;
+  std::optional<FailureMode> mode;  // nullopt: the default
 };
 
 class DirectFailureModeTest
@@ -265,72 +351,86 @@ TEST_P(DirectFailureModeTest, ACallWithoutRedisGetsTheModesDecision) {
   DirectLimiterOptions options;
   options.connection = connection_;
   options.key_prefix = prefix();
-  options.failure_mode = c.mode;
+  if (c.mode.has_value()) options.failure_mode = *c.mode;
+  const FailureMode mode = c.mode.value_or(FailureMode::kFailClosed);
+  EXPECT_EQ(options.failure_mode, mode);
   options.fallback_instances = 4;
   auto limiter = DirectLimiter::Create(
       LimitSpec::TokenBucket(40, absl::Hours(1)), options);
   ASSERT_TRUE(limiter.ok()) << limiter.status();
-  ASSERT_TRUE((*limiter)->TryAcquire("m", 1, kWaitBound).ok());
+  ASSERT_EQ((*limiter)->TryAcquire("m", 1, kWaitBound).source,
+            DecisionSource::kDirect);
   server().Kill();
   int admitted = 0;
   for (int i = 0; i < 12; ++i) {
-    auto d = (*limiter)->TryAcquire("m", 1, absl::Milliseconds(100));
-    if (!c.mode.has_value()) {
-      ASSERT_FALSE(d.ok());  // the error, as without the option
-      continue;
-    }
-    ASSERT_TRUE(d.ok()) << d.status();
-    admitted += d->allowed;
-    switch (*c.mode) {
+    const Decision d = (*limiter)->TryAcquire("m", 1, absl::Milliseconds(100));
+    admitted += d.allowed;
+    switch (mode) {
       case FailureMode::kFailClosed:
-        EXPECT_FALSE(d->allowed);
-        EXPECT_EQ(d->retry_after_ns, 100'000'000);  // the call's deadline
+        EXPECT_FALSE(d.allowed);
+        EXPECT_EQ(d.source, DecisionSource::kFailClosed);
+        EXPECT_EQ(d.retry_after_ns, 100'000'000);  // the call's deadline
         break;
       case FailureMode::kFailOpen:
-        EXPECT_EQ(d->source, DecisionSource::kFailOpen);
+        EXPECT_EQ(d.source, DecisionSource::kFailOpen);
         break;
       case FailureMode::kFailLocal:
-        EXPECT_EQ(d->source, DecisionSource::kFallback);
+        EXPECT_EQ(d.source, DecisionSource::kFallback);
         break;
     }
   }
-  const DirectStats s = (*limiter)->stats();
-  EXPECT_EQ(s.redis_failures, 12u);
+  SharedLimitStats s = (*limiter)->stats();
+  EXPECT_EQ(s.redis_errors, 12u);
   EXPECT_EQ(s.key_errors, 0u);
-  if (c.mode == FailureMode::kFailClosed) {
-    EXPECT_EQ(admitted, 0);
-    EXPECT_EQ(s.fail_closed_denied, 12u);
-  } else if (c.mode == FailureMode::kFailOpen) {
-    EXPECT_EQ(admitted, 12);
-    EXPECT_EQ(s.fail_open_admitted, 12u);
-  } else if (c.mode == FailureMode::kFailLocal) {
-    EXPECT_EQ(admitted, 10);  // the share, whole, then denials
-    EXPECT_EQ(s.fail_local_admitted, 10u);
-    EXPECT_EQ(s.fail_local_denied, 2u);
+  EXPECT_EQ(s.decisions.Admitted(DecisionSource::kDirect), 1u);
+  EXPECT_EQ(s.decisions.Total(), 13u);
+  switch (mode) {
+    case FailureMode::kFailClosed:
+      EXPECT_EQ(admitted, 0);
+      EXPECT_EQ(s.decisions.Denied(DecisionSource::kFailClosed), 12u);
+      break;
+    case FailureMode::kFailOpen:
+      EXPECT_EQ(admitted, 12);
+      EXPECT_EQ(s.decisions.Admitted(DecisionSource::kFailOpen), 12u);
+      break;
+    case FailureMode::kFailLocal:
+      EXPECT_EQ(admitted, 10);  // the share, whole, then denials
+      EXPECT_EQ(s.decisions.Admitted(DecisionSource::kFallback), 10u);
+      EXPECT_EQ(s.decisions.Denied(DecisionSource::kFallback), 2u);
+      break;
   }
-  // Invalid input stays an error, whatever the mode.
-  EXPECT_EQ((*limiter)->TryAcquire("m", -1).status().code(),
-            absl::StatusCode::kInvalidArgument);
+  // The errors were logged, and the line names the mode deciding meanwhile.
+  const std::vector<std::string> logged = log_->NoDecision();
+  ASSERT_THAT(logged, Not(IsEmpty()));
+  EXPECT_THAT(logged[0], HasSubstr(absl::StrCat(FailureModeName(mode),
+                                                " decides meanwhile")));
+  // Invalid input is denied as such, whatever the mode: no failure
+  // mode's decision, no call, no error counted.
+  ExpectInvalidArgument((*limiter)->TryAcquire("m", -1));
+  s = (*limiter)->stats();
+  EXPECT_EQ(s.redis_errors, 12u);
+  EXPECT_EQ(s.decisions.Denied(DecisionSource::kInvalidArgument), 1u);
+  EXPECT_EQ(s.decisions.Total(), 14u);
   // Back to Redis once it answers (restarted empty: a full bucket).
   ASSERT_TRUE(server().Restart().ok());
-  absl::StatusOr<Decision> d;
+  Decision d;
   const absl::Time end = absl::Now() + kWaitBound;
   while (absl::Now() < end) {
     d = (*limiter)->TryAcquire("m", 1, absl::Milliseconds(300));
-    if (d.ok() && d->source == DecisionSource::kDirect && d->allowed) break;
+    if (d.source == DecisionSource::kDirect && d.allowed) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
-  ASSERT_TRUE(d.ok()) << d.status();
-  EXPECT_EQ(d->source, DecisionSource::kDirect);
+  EXPECT_EQ(d.source, DecisionSource::kDirect);
+  EXPECT_TRUE(d.allowed);
   // A full bucket less this call, and less any earlier call that timed out
   // after Redis ran it (slow sanitizer builds).
-  EXPECT_LE(d->remaining, 39);
-  EXPECT_GE(d->remaining, 30);
+  EXPECT_LE(d.remaining, 39);
+  EXPECT_GE(d.remaining, 30);
 }
 
 INSTANTIATE_TEST_SUITE_P(
     Modes, DirectFailureModeTest,
-    ::testing::Values(DirectModeCase{"unset", std::nullopt},
+    ::testing::Values(DirectModeCase{"default", std::nullopt},
                       DirectModeCase{"fail_closed", FailureMode::kFailClosed},
                       DirectModeCase{"fail_open", FailureMode::kFailOpen},
                       DirectModeCase{"fail_local", FailureMode::kFailLocal}),
@@ -352,22 +452,27 @@ TEST_F(DirectLimiterTest, AWrongTypeKeyIsDecidedByTheFailureMode) {
   client().Run({"RPUSH", absl::StrCat("{", prefix(), "w}:b0"), "x"});
   int admitted = 0;
   for (int i = 0; i < 5; ++i) {
-    auto d = (*limiter)->TryAcquire("w", 1, kWaitBound);
-    ASSERT_TRUE(d.ok()) << d.status();
-    EXPECT_EQ(d->source, DecisionSource::kFallback);
-    admitted += d->allowed;
+    const Decision d = (*limiter)->TryAcquire("w", 1, kWaitBound);
+    EXPECT_EQ(d.source, DecisionSource::kFallback);
+    admitted += d.allowed;
   }
   EXPECT_EQ(admitted, 3);
-  EXPECT_EQ((*limiter)->stats().redis_failures, 5u);
+  EXPECT_EQ((*limiter)->stats().redis_errors, 5u);
   EXPECT_EQ((*limiter)->stats().key_errors, 5u);
+  // Logged once (the same error again within a minute is not), naming the
+  // key and the mode.
+  const std::vector<std::string> logged = log_->NoDecision();
+  ASSERT_THAT(logged, SizeIs(1));
+  EXPECT_THAT(logged[0], HasSubstr(absl::StrCat(prefix(), "w")));
+  EXPECT_THAT(logged[0], HasSubstr("fail_local decides meanwhile"));
   // A key longer than the local engine's default (1024 bytes) but within
   // max_key_bytes is decided by the share too, not refused.
   const std::string long_key(2000, 'k');
   client().Run({"RPUSH", absl::StrCat("{", prefix(), long_key, "}:b0"), "x"});
-  auto d = (*limiter)->TryAcquire(long_key, 1, kWaitBound);
-  ASSERT_TRUE(d.ok()) << d.status();
-  EXPECT_TRUE(d->allowed);
-  EXPECT_EQ(d->source, DecisionSource::kFallback);
+  const Decision d = (*limiter)->TryAcquire(long_key, 1, kWaitBound);
+  EXPECT_TRUE(d.allowed);
+  EXPECT_EQ(d.source, DecisionSource::kFallback);
+  EXPECT_EQ((*limiter)->stats().key_errors, 6u);
 }
 
 // Two services with different specs for one limit name (the spec stamp,
@@ -378,20 +483,29 @@ TEST_F(DirectLimiterTest, LimitersWithDifferentSpecsForOneName) {
   auto twenty = Make(LimitSpec::TokenBucket(20, absl::Hours(1)));
   auto window = Make(LimitSpec::FixedWindow(20, absl::Hours(1)));
   ASSERT_TRUE(ten && twenty && window);
-  absl::StatusOr<Decision> d = ten->TryAcquire("n", 10);
-  ASSERT_TRUE(d.ok() && d->allowed) << d.status();
+  Decision d = ten->TryAcquire("n", 10);
+  ASSERT_EQ(d.source, DecisionSource::kDirect);
+  ASSERT_TRUE(d.allowed);
   d = twenty->TryAcquire("n", 11);  // 10 of its 20 consumed
-  ASSERT_TRUE(d.ok()) << d.status();
-  EXPECT_FALSE(d->allowed);
+  ASSERT_EQ(d.source, DecisionSource::kDirect);
+  EXPECT_FALSE(d.allowed);
   d = twenty->TryAcquire("n", 10);
-  ASSERT_TRUE(d.ok()) << d.status();
-  EXPECT_TRUE(d->allowed);
+  ASSERT_EQ(d.source, DecisionSource::kDirect);
+  EXPECT_TRUE(d.allowed);
   const std::string key = absl::StrCat("{", prefix(), "n}:b0");
   const std::string state = client().Run({"GET", key}).str;
+  // Another algorithm: an error for the key, decided by the failure mode
+  // (kFailClosed), counted, and logged with the key's name.
   d = window->TryAcquire("n");
-  ASSERT_FALSE(d.ok());
-  EXPECT_EQ(d.status().code(), absl::StatusCode::kInternal) << d.status();
-  EXPECT_THAT(d.status().message(),
+  ExpectFailClosed(d, absl::Seconds(5));  // options.timeout
+  const SharedLimitStats s = window->stats();
+  EXPECT_EQ(s.redis_errors, 1u);
+  EXPECT_EQ(s.key_errors, 1u);
+  EXPECT_EQ(ten->stats().redis_errors + twenty->stats().redis_errors, 0u);
+  const std::vector<std::string> logged = log_->NoDecision();
+  ASSERT_THAT(logged, SizeIs(1));
+  EXPECT_THAT(logged[0], HasSubstr("INTERNAL"));
+  EXPECT_THAT(logged[0],
               HasSubstr(absl::StrCat("key '", key,
                                      "' holds the state of another spec")));
   EXPECT_EQ(client().Run({"GET", key}).str, state);
@@ -431,33 +545,35 @@ TEST_F(DirectLimiterTest, CreateRejectsBadInput) {
   ASSERT_FALSE(l.ok());
   EXPECT_EQ(l.status().code(), absl::StatusCode::kInvalidArgument);
   auto good = Make(LimitSpec::Gcra(1, absl::Seconds(1)));
-  auto d = good->TryAcquire("neg", -1);
-  ASSERT_FALSE(d.ok());
-  EXPECT_EQ(d.status().code(), absl::StatusCode::kInvalidArgument);
-  // Beyond what the scripts take: refused before a round trip, saying the
-  // range (it was an INTERNAL error from the script's reply).
+  Decision d = good->TryAcquire("neg", -1);
+  ExpectInvalidArgument(d);
+  // Beyond what the scripts take (2^50): refused before a round trip (it
+  // was an INTERNAL error from the script's reply).
   for (int64_t cost : {(int64_t{1} << 50) + 1, int64_t{1} << 62, INT64_MAX}) {
     d = good->TryAcquire("huge", cost);
-    ASSERT_FALSE(d.ok()) << cost;
-    EXPECT_EQ(d.status().code(), absl::StatusCode::kInvalidArgument) << cost;
-    EXPECT_THAT(d.status().message(),
-                HasSubstr("it must be between 0 and 1125899906842624"));
-    auto r = good->Reserve("huge", cost, absl::Seconds(1));
-    ASSERT_FALSE(r.ok()) << cost;
-    EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument) << cost;
+    ExpectInvalidArgument(d);
+    const Reservation r = good->Reserve("huge", cost, absl::Seconds(1));
+    EXPECT_FALSE(r.granted) << cost;
+    EXPECT_EQ(r.wait_ns, 0) << cost;
+    ExpectInvalidArgument(r.decision);
   }
   // A key longer than max_key_bytes (default 1 KiB) never becomes a Redis
   // key.
   d = good->TryAcquire(std::string(1025, 'k'));
-  ASSERT_FALSE(d.ok());
-  EXPECT_EQ(d.status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_THAT(d.status().message(),
-              HasSubstr("key is 1025 bytes; it must be at most "
-                        "DirectLimiterOptions.max_key_bytes (1024)"));
+  ExpectInvalidArgument(d);
   EXPECT_TRUE(Keys("*kkkkkkkk*").empty());
+  // None of them was sent or counted as an error: bad input is no failure
+  // of Redis's, and the failure mode does not decide it.
+  SharedLimitStats s = good->stats();
+  EXPECT_EQ(s.redis_calls, 0u);
+  EXPECT_EQ(s.redis_errors, 0u);
+  EXPECT_EQ(s.decisions.Denied(DecisionSource::kInvalidArgument), 8u);
+  EXPECT_EQ(s.decisions.Total(), 8u);
+  EXPECT_THAT(log_->NoDecision(), SizeIs(0));
   d = good->TryAcquire(std::string(1024, 'k'));
-  ASSERT_TRUE(d.ok()) << d.status();
-  EXPECT_TRUE(d->allowed);
+  ASSERT_EQ(d.source, DecisionSource::kDirect);
+  EXPECT_TRUE(d.allowed);
+  EXPECT_EQ(good->stats().redis_calls, 1u);
   options.max_key_bytes = 65537;
   l = DirectLimiter::Create(LimitSpec::Gcra(1, absl::Seconds(1)), options);
   ASSERT_FALSE(l.ok());
@@ -465,9 +581,10 @@ TEST_F(DirectLimiterTest, CreateRejectsBadInput) {
               HasSubstr("DirectLimiterOptions.max_key_bytes is 65537"));
   // 2^50 itself reaches Redis, which denies it (it can never fit).
   d = good->TryAcquire("huge", int64_t{1} << 50);
-  ASSERT_TRUE(d.ok()) << d.status();
-  EXPECT_FALSE(d->allowed);
-  EXPECT_EQ(d->retry_after_ns, kNever);
+  ASSERT_EQ(d.source, DecisionSource::kDirect);
+  EXPECT_FALSE(d.allowed);
+  EXPECT_EQ(d.retry_after_ns, kNever);
+  EXPECT_EQ(good->stats().redis_calls, 2u);
 }
 
 TEST_F(DirectLimiterTest, ServerTimeNotClientTime) {
@@ -478,8 +595,8 @@ TEST_F(DirectLimiterTest, ServerTimeNotClientTime) {
   const int64_t offset_us =
       absl::ToInt64Microseconds(spec.bands[0].window_offset);
   auto limiter = Make(spec);
-  auto d = limiter->TryAcquire("time");
-  ASSERT_TRUE(d.ok());
+  const Decision d = limiter->TryAcquire("time");
+  ASSERT_EQ(d.source, DecisionSource::kDirect);
   auto t = server().Command({"TIME"});
   ASSERT_TRUE(t.ok());
   std::vector<std::string> parts =
@@ -494,7 +611,7 @@ TEST_F(DirectLimiterTest, ServerTimeNotClientTime) {
   // reset_after points at the end of the server's current window (within
   // the time between the two calls).
   const int64_t predicted_reset_us = window_end_us - server_us;
-  EXPECT_NEAR(d->reset_after_ns / 1000, predicted_reset_us, 1000000);
+  EXPECT_NEAR(d.reset_after_ns / 1000, predicted_reset_us, 1000000);
 }
 
 }  // namespace

@@ -53,7 +53,7 @@ class FailureFixture : public tokenlease::testing::PrivateRedisTest {
 
   // Takes a first lease for `h`, then breaks Redis and spends the lease
   // dry; returns once the limiter applies its failure mode.
-  void LeaseThenBreak(LeasedLimiter& limiter, const LeaseHandle& h,
+  void LeaseThenBreak(LeasedLimiter& limiter, const LeasedLimiter::Handle& h,
                       Fault fault) {
     EXPECT_FALSE(limiter.TryAcquire(h).allowed);  // asks for a lease
     ASSERT_TRUE(limiter.Sync(kWaitBound).ok());
@@ -76,7 +76,8 @@ class FailureFixture : public tokenlease::testing::PrivateRedisTest {
   // Repairs the fault; returns how long until a decision was paid from a
   // new lease.
   absl::Duration RepairAndTimeTheLease(LeasedLimiter& limiter,
-                                       const LeaseHandle& h, Fault fault) {
+                                       const LeasedLimiter::Handle& h,
+                                       Fault fault) {
     if (fault == Fault::kFreeze) {
       server().Resume();
     } else {
@@ -110,7 +111,7 @@ TEST_P(FailureModeTest, TheModeDecidesWhileRedisIsAwayAndLeasingResumes) {
   LeaseThenBreak(*limiter, *h, c.fault);
   if (HasFailure()) return;
   // The decision that found the lease dry may already have been the mode's.
-  const LeaseStats before = limiter->stats();
+  const SharedLimitStats before = limiter->stats();
   constexpr int kRequests = 400;
   int admitted = 0;
   for (int i = 0; i < kRequests; ++i) {
@@ -119,6 +120,7 @@ TEST_P(FailureModeTest, TheModeDecidesWhileRedisIsAwayAndLeasingResumes) {
     admitted += d.allowed;
     switch (c.mode) {
       case FailureMode::kFailClosed:
+        EXPECT_EQ(d.source, DecisionSource::kFailClosed);
         EXPECT_GT(d.retry_after_ns, 0);
         break;
       case FailureMode::kFailOpen:
@@ -129,23 +131,30 @@ TEST_P(FailureModeTest, TheModeDecidesWhileRedisIsAwayAndLeasingResumes) {
         break;
     }
   }
-  const LeaseStats s = limiter->stats();
+  const SharedLimitStats s = limiter->stats();
+  EXPECT_EQ(s.mode, LimiterMode::kLeased);
+  EXPECT_EQ(s.decisions.Total() - before.decisions.Total(),
+            uint64_t{kRequests});
   switch (c.mode) {
     case FailureMode::kFailClosed:
       EXPECT_EQ(admitted, 0);
-      EXPECT_EQ(s.fail_closed_denied - before.fail_closed_denied,
+      EXPECT_EQ(s.decisions.Denied(DecisionSource::kFailClosed) -
+                    before.decisions.Denied(DecisionSource::kFailClosed),
                 uint64_t{kRequests});
       break;
     case FailureMode::kFailOpen:
       EXPECT_EQ(admitted, kRequests);
-      EXPECT_EQ(s.fail_open_admitted - before.fail_open_admitted,
+      EXPECT_EQ(s.decisions.Admitted(DecisionSource::kFailOpen) -
+                    before.decisions.Admitted(DecisionSource::kFailOpen),
                 uint64_t{kRequests});
       break;
     case FailureMode::kFailLocal:
       // The share, whole: nothing refills on the stopped clock.
-      EXPECT_EQ(admitted + before.fail_local_admitted, 250u);
-      EXPECT_EQ(s.fail_local_admitted, 250u);
-      EXPECT_EQ(s.fail_local_denied - before.fail_local_denied,
+      EXPECT_EQ(admitted + before.decisions.Admitted(DecisionSource::kFallback),
+                250u);
+      EXPECT_EQ(s.decisions.Admitted(DecisionSource::kFallback), 250u);
+      EXPECT_EQ(s.decisions.Denied(DecisionSource::kFallback) -
+                    before.decisions.Denied(DecisionSource::kFallback),
                 uint64_t{kRequests} - admitted);
       break;
   }
@@ -186,7 +195,7 @@ TEST_F(FailureFixture, ChargedOutageUsageReachesRedis) {
   }
   RepairAndTimeTheLease(*limiter, *h, Fault::kKillAndRestartEmpty);
   ASSERT_TRUE(limiter->ReturnAll(kWaitBound).ok());
-  EXPECT_GE(limiter->stats().tokens_charged, 300u);
+  EXPECT_GE(limiter->stats().lease.tokens_charged, 300u);
   // What Redis has left: at most the burst less the outage's 300 and the
   // decision that saw the new lease.
   DirectLimiterOptions direct_options;
@@ -194,9 +203,9 @@ TEST_F(FailureFixture, ChargedOutageUsageReachesRedis) {
   direct_options.key_prefix = prefix();
   auto direct = DirectLimiter::Create(spec_, direct_options);
   ASSERT_TRUE(direct.ok());
-  auto d = (*direct)->TryAcquire("k", 0, kWaitBound);
-  ASSERT_TRUE(d.ok()) << d.status();
-  EXPECT_LE(d->remaining, 1000 - 300 - 1);
+  const Decision d = (*direct)->TryAcquire("k", 0, kWaitBound);
+  ASSERT_EQ(d.source, DecisionSource::kDirect);
+  EXPECT_LE(d.remaining, 1000 - 300 - 1);
 }
 
 // Shadow mode admits what it would deny, counts it, and charges nothing
@@ -212,9 +221,14 @@ TEST_F(FailureFixture, ShadowModeAdmitsAndCountsDenials) {
     shadow += d.source == DecisionSource::kShadow;
   }
   EXPECT_GE(shadow, 1);
-  EXPECT_EQ(limiter->stats().shadow_denied, static_cast<uint64_t>(shadow));
+  EXPECT_EQ(limiter->stats().decisions.Admitted(DecisionSource::kShadow),
+            static_cast<uint64_t>(shadow));
   // An invalid request is still refused.
-  EXPECT_FALSE(limiter->TryAcquire("s", -1).allowed);
+  const Decision bad = limiter->TryAcquire("s", -1);
+  EXPECT_FALSE(bad.allowed);
+  EXPECT_EQ(bad.source, DecisionSource::kInvalidArgument);
+  EXPECT_EQ(limiter->stats().decisions.Denied(DecisionSource::kInvalidArgument),
+            1u);
 }
 
 // Window limits cannot charge an outage's usage: a window that ended must

@@ -148,8 +148,8 @@ TEST_F(InstanceDiscoveryTest, DirectAndLeasedLimitersOfAGroupCountEachOther) {
   EXPECT_EQ(d1->stats().instances, 1);  // fallback_instances, before a call
   ASSERT_TRUE(WaitUntil([&] {
     // Each call may announce; a few on "x" cost nothing the test needs.
-    EXPECT_TRUE(d1->TryAcquire("x").ok());
-    EXPECT_TRUE(d2->TryAcquire("x").ok());
+    EXPECT_EQ(d1->TryAcquire("x").source, DecisionSource::kDirect);
+    EXPECT_EQ(d2->TryAcquire("x").source, DecisionSource::kDirect);
     clock_.Advance(kTtl / 3);
     return a->stats().instances == 3 && d1->stats().instances == 3 &&
            d2->stats().instances == 3;
@@ -160,10 +160,9 @@ TEST_F(InstanceDiscoveryTest, DirectAndLeasedLimitersOfAGroupCountEachOther) {
       [&] { return d1->connection().health() == RedisHealth::kDown; }));
   int admitted = 0;
   for (int i = 0; i < 400; ++i) {
-    absl::StatusOr<Decision> d = d1->TryAcquire("k");
-    ASSERT_TRUE(d.ok()) << d.status();
-    EXPECT_EQ(d->source, DecisionSource::kFallback);
-    admitted += d->allowed;
+    const Decision d = d1->TryAcquire("k");
+    EXPECT_EQ(d.source, DecisionSource::kFallback);
+    admitted += d.allowed;
   }
   EXPECT_EQ(admitted, 300);  // 900 an hour over 3 (a refill every 12 s)
   EXPECT_EQ(d1->stats().instances, 3);
@@ -176,7 +175,8 @@ TEST_F(InstanceDiscoveryTest, ADirectLimiterThatEndsLeavesTheCount) {
   options.instance_group = "g";
   auto d = DirectLimiter::Create(spec_, options);
   ASSERT_TRUE(d.ok()) << d.status();
-  ASSERT_TRUE((*d)->TryAcquire("x").ok());  // announces
+  // Announces.
+  ASSERT_EQ((*d)->TryAcquire("x").source, DecisionSource::kDirect);
   const std::string key = internal::InstancesKey(prefix(), "g");
   ASSERT_TRUE(WaitUntil([&] {
     return client().Run({"ZCARD", key}).integer == 1;

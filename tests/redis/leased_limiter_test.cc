@@ -69,9 +69,9 @@ class LeasedFixture : public Fixture {
     options.key_prefix = this->prefix();
     auto direct = DirectLimiter::Create(spec, options);
     EXPECT_TRUE(direct.ok()) << direct.status();
-    auto d = (*direct)->TryAcquire(key, 0, absl::Seconds(5));
-    EXPECT_TRUE(d.ok()) << d.status();
-    return d.ok() ? d->remaining : -1;
+    const Decision d = (*direct)->TryAcquire(key, 0, absl::Seconds(5));
+    EXPECT_EQ(d.source, DecisionSource::kDirect);
+    return d.source == DecisionSource::kDirect ? d.remaining : -1;
   }
 };
 
@@ -102,10 +102,10 @@ TEST_F(LeasedLimiterTest, ColdKeyDeniesThenServesFromTheLease) {
   EXPECT_EQ(d.source, DecisionSource::kLease);
   EXPECT_GT(d.retry_after_ns, 0);
   Sync(*limiter);  // the lease the denial asked for has landed
-  const LeaseStats stats = limiter->stats();
-  EXPECT_EQ(stats.lease_requests, 1u);
+  const SharedLimitStats stats = limiter->stats();
+  EXPECT_EQ(stats.lease.lease_requests, 1u);
   // A cold key starts with a one-token lease (it may be used only once).
-  EXPECT_EQ(stats.tokens_granted, 1u);
+  EXPECT_EQ(stats.lease.tokens_granted, 1u);
   d = limiter->TryAcquire("k");
   EXPECT_TRUE(d.allowed);
   EXPECT_EQ(d.source, DecisionSource::kLease);
@@ -115,7 +115,7 @@ TEST_F(LeasedLimiterTest, ColdKeyDeniesThenServesFromTheLease) {
 // a key's target doubles each time it runs dry while its refill is on the
 // way, so each round spends the key dry, then lets the refill land. Ends
 // with the reconciler synced (no refill in flight).
-void WarmUp(LeasedLimiter& limiter, const LeaseHandle& h,
+void WarmUp(LeasedLimiter& limiter, const LeasedLimiter::Handle& h,
             const std::string& key, int64_t low_water) {
   for (int round = 0; round < kMaxRounds; ++round) {
     for (int i = 0; i < 100000 && limiter.TryAcquire(h).allowed; ++i) {
@@ -142,7 +142,7 @@ TEST_F(LeasedLimiterTest, HotKeysGrowTheirLeaseAndPrefetch) {
   ASSERT_GE(info->balance, info->low_water);
   // Spend down to just below the low-water mark: the refill is asked for
   // while tokens remain...
-  const uint64_t requests = limiter->stats().lease_requests;
+  const uint64_t requests = limiter->stats().lease.lease_requests;
   int64_t remaining = info->balance;
   while (remaining >= info->low_water) {
     Decision d = limiter->TryAcquire(*h);
@@ -156,7 +156,7 @@ TEST_F(LeasedLimiterTest, HotKeysGrowTheirLeaseAndPrefetch) {
   // ...and the refill is added to what is left (the tokens still held stay
   // spendable: the key was never dry).
   Sync(*limiter);
-  EXPECT_EQ(limiter->stats().lease_requests, requests + 1);
+  EXPECT_EQ(limiter->stats().lease.lease_requests, requests + 1);
   EXPECT_GT(limiter->Inspect("p")->balance, remaining);
   EXPECT_TRUE(limiter->Inspect("p")->has_lease);
 }
@@ -176,12 +176,13 @@ TEST_F(LeasedLimiterTest, ExpiredLeaseIsReturnedToRedis) {
   WarmUp(*limiter, *h, "e", 4);
   const int64_t held = limiter->Inspect("e")->balance;
   ASSERT_GT(held, 0);
-  const int64_t granted = static_cast<int64_t>(limiter->stats().tokens_granted);
+  const int64_t granted =
+      static_cast<int64_t>(limiter->stats().lease.tokens_granted);
   EXPECT_EQ(RedisRemaining(spec, "e"), 100000 - granted);
   // Past lease_ttl on the reconciler's clock: the leftover goes back.
   clock.Advance(absl::Minutes(11));
   Sync(*limiter);
-  EXPECT_EQ(static_cast<int64_t>(limiter->stats().tokens_returned), held);
+  EXPECT_EQ(static_cast<int64_t>(limiter->stats().lease.tokens_returned), held);
   EXPECT_EQ(limiter->Inspect("e")->balance, 0);
   EXPECT_FALSE(limiter->Inspect("e")->has_lease);
   EXPECT_EQ(RedisRemaining(spec, "e"), 100000 - granted + held);
@@ -221,7 +222,7 @@ TEST_F(LeasedLimiterTest, DestructionReturnsUnusedTokens) {
         Sync(*limiter);
       }
       const int64_t granted =
-          static_cast<int64_t>(limiter->stats().tokens_granted);
+          static_cast<int64_t>(limiter->stats().lease.tokens_granted);
       used = granted - limiter->Inspect(key)->balance;
       ASSERT_EQ(RedisRemaining(spec, key), 5000 - granted);
     }
@@ -240,18 +241,19 @@ TEST_F(LeasedLimiterTest, RefusalIsCachedLocally) {
   // Tokens arrive in leases; spend until Redis refuses (the window is used
   // up).
   for (int round = 0;
-       round < kMaxRounds && limiter->stats().denied_by_redis == 0; ++round) {
+       round < kMaxRounds && limiter->stats().lease.denied_by_redis == 0;
+       ++round) {
     admitted += limiter->TryAcquire("c").allowed;
     Sync(*limiter);
   }
-  ASSERT_GE(limiter->stats().denied_by_redis, 1u);
+  ASSERT_GE(limiter->stats().lease.denied_by_redis, 1u);
   EXPECT_LE(admitted, 5);
-  const uint64_t requests = limiter->stats().lease_requests;
+  const uint64_t requests = limiter->stats().lease.lease_requests;
   Decision d;
   for (int i = 0; i < 10000; ++i) d = limiter->TryAcquire("c");
   EXPECT_FALSE(d.allowed);
   // Denied locally until the window ends: no new lease requests.
-  EXPECT_EQ(limiter->stats().lease_requests, requests);
+  EXPECT_EQ(limiter->stats().lease.lease_requests, requests);
   EXPECT_GT(d.retry_after_ns, absl::ToInt64Nanoseconds(absl::Minutes(1)));
 }
 
@@ -277,19 +279,19 @@ TEST_F(LeasedLimiterTest, AfterARefusalOnlyKeysWithDemandAskAgain) {
     ASSERT_TRUE(limiter->Inspect(key)->denied);
   }
   EXPECT_FALSE(limiter->TryAcquire("busy").allowed);  // demand while denied
-  const uint64_t requests = limiter->stats().lease_requests;
+  const uint64_t requests = limiter->stats().lease.lease_requests;
   clock.Advance(absl::Hours(2));  // both refusals are over
   Sync(*limiter);
   // "busy" asked again by itself (and was refused again: Redis's clock has
   // not moved by two hours); "idle" did not (no polling of idle keys).
-  EXPECT_EQ(limiter->stats().lease_requests, requests + 1);
+  EXPECT_EQ(limiter->stats().lease.lease_requests, requests + 1);
   EXPECT_FALSE(limiter->Inspect("idle")->denied);
   EXPECT_FALSE(limiter->Inspect("idle")->refill_pending);
   EXPECT_TRUE(limiter->Inspect("busy")->denied);
   // A decision on "idle" asks again.
   EXPECT_FALSE(limiter->TryAcquire("idle").allowed);
   Sync(*limiter);
-  EXPECT_EQ(limiter->stats().lease_requests, requests + 2);
+  EXPECT_EQ(limiter->stats().lease.lease_requests, requests + 2);
 }
 
 // The default cold-key policy: a fresh key's first requests are admitted
@@ -308,11 +310,11 @@ TEST_F(LeasedLimiterTest, DefaultPolicyAdmitsAFreshKeysFirstRequests) {
   const Decision big = limiter->TryAcquire("fresh", 5);  // a short burst
   EXPECT_TRUE(big.allowed);
   Sync(*limiter);
-  const LeaseStats stats = limiter->stats();
-  EXPECT_EQ(stats.tokens_charged, 17u);
+  const SharedLimitStats stats = limiter->stats();
+  EXPECT_EQ(stats.lease.tokens_charged, 17u);
   // Half the credit was spent: the key asked for a lease as well.
-  EXPECT_EQ(stats.lease_requests, 1u);
-  const int64_t leased = static_cast<int64_t>(stats.tokens_granted);
+  EXPECT_EQ(stats.lease.lease_requests, 1u);
+  const int64_t leased = static_cast<int64_t>(stats.lease.tokens_granted);
   EXPECT_EQ(RedisRemaining(spec, "fresh"), 100 - 17 - leased);
 }
 
@@ -335,10 +337,11 @@ TEST_F(LeasedLimiterTest, NewKeysUseSpareEntriesTheReconcilerPrepared) {
               : std::string(100, 'a' + i % 26) + absl::StrCat(spares, "-", i);
       EXPECT_TRUE(limiter->TryAcquire(key).allowed) << key;
     }
-    EXPECT_EQ(limiter->stats().spare_misses, spares == 0 ? 40u : 0u) << spares;
+    EXPECT_EQ(limiter->stats().lease.spare_misses, spares == 0 ? 40u : 0u)
+        << spares;
     EXPECT_EQ(limiter->stats().keys, 40u);
     Sync(*limiter);
-    EXPECT_EQ(limiter->stats().tokens_charged, 40u);
+    EXPECT_EQ(limiter->stats().lease.tokens_charged, 40u);
   }
 }
 
@@ -366,8 +369,9 @@ TEST_F(LeasedLimiterTest, LocalCreditIsBoundedAndRefilledByTheCharge) {
   EXPECT_EQ(d.remaining, 3);
   EXPECT_FALSE(limiter->TryAcquire("s", 4).allowed);  // beyond the credit
   Sync(*limiter);
-  EXPECT_EQ(limiter->stats().tokens_charged, 2u);
-  const int64_t leased = static_cast<int64_t>(limiter->stats().tokens_granted);
+  EXPECT_EQ(limiter->stats().lease.tokens_charged, 2u);
+  const int64_t leased =
+      static_cast<int64_t>(limiter->stats().lease.tokens_granted);
   EXPECT_EQ(RedisRemaining(spec, "s"), 1000 - 2 - leased);
 }
 
@@ -382,12 +386,12 @@ TEST_F(LeasedLimiterTest, ChargesOfManyKeysShareBatchCalls) {
     ASSERT_TRUE(limiter->TryAcquire(absl::StrCat("u", i)).allowed);
   }
   Sync(*limiter);
-  const LeaseStats stats = limiter->stats();
-  EXPECT_EQ(stats.charges, static_cast<uint64_t>(kKeys));
-  EXPECT_EQ(stats.tokens_charged, static_cast<uint64_t>(kKeys));
-  EXPECT_EQ(stats.lease_requests, 0u);
+  const SharedLimitStats stats = limiter->stats();
+  EXPECT_EQ(stats.lease.charges, static_cast<uint64_t>(kKeys));
+  EXPECT_EQ(stats.lease.tokens_charged, static_cast<uint64_t>(kKeys));
+  EXPECT_EQ(stats.lease.lease_requests, 0u);
   // 300 items: 4 full calls and one of 44 (Sync sends them at once).
-  EXPECT_EQ(stats.batch_calls, 5u);
+  EXPECT_EQ(stats.redis_calls, 5u);
   for (int i : {0, 150, kKeys - 1}) {
     EXPECT_EQ(RedisRemaining(spec, absl::StrCat("u", i)), 99) << i;
   }
@@ -404,12 +408,15 @@ TEST_F(LeasedLimiterTest, ABadKeyInABatchLeavesTheOthersRight) {
     ASSERT_TRUE(limiter->TryAcquire(key).allowed) << key;
   }
   // The good keys' charges land while the bad one is retried.
-  for (int round = 0; round < kMaxRounds && limiter->stats().tokens_charged < 3;
+  for (int round = 0;
+       round < kMaxRounds && limiter->stats().lease.tokens_charged < 3;
        ++round) {
     (void)limiter->Sync(absl::Milliseconds(20));
   }
-  EXPECT_EQ(limiter->stats().tokens_charged, 3u);
+  EXPECT_EQ(limiter->stats().lease.tokens_charged, 3u);
   EXPECT_GE(limiter->stats().redis_errors, 1u);
+  // The bad key's errors are errors for the key (a wrong type).
+  EXPECT_GE(limiter->stats().key_errors, 1u);
   for (const char* key : {"a", "b", "c"}) {
     EXPECT_EQ(RedisRemaining(spec, key), 99) << key;
   }
@@ -417,7 +424,7 @@ TEST_F(LeasedLimiterTest, ABadKeyInABatchLeavesTheOthersRight) {
   // Once the key is repaired the retried charge lands.
   ASSERT_EQ(client().Run({"DEL", bad_key}).integer, 1);
   Sync(*limiter);
-  EXPECT_EQ(limiter->stats().tokens_charged, 4u);
+  EXPECT_EQ(limiter->stats().lease.tokens_charged, 4u);
   EXPECT_EQ(RedisRemaining(spec, "bad"), 99);
 }
 
@@ -574,10 +581,11 @@ TEST_F(LeasedLimiterTest, SharedHandleAdmitsExactlyTheWindowAcrossRefusals) {
   // make the progress, so the bound is a deadline; each round waits for
   // the reconciler's answers (Sync), it does not spin.
   const absl::Time deadline = absl::Now() + kSyncBound;
-  while (limiter->stats().denied_by_redis == 0 && absl::Now() < deadline) {
+  while (limiter->stats().lease.denied_by_redis == 0 &&
+         absl::Now() < deadline) {
     Sync(*limiter);
   }
-  EXPECT_GE(limiter->stats().denied_by_redis, 1u);
+  EXPECT_GE(limiter->stats().lease.denied_by_redis, 1u);
   stop.store(true);
   for (auto& t : threads) t.join();
   // Spend what is left here: leftovers merged through two or more refills
@@ -608,16 +616,16 @@ TEST_F(LeasedLimiterTest, EveryAlgorithmAdmitsExactlyItsLimitAcrossInstances) {
     int64_t admitted = 0;
     // Both ask until Redis has refused each of them once.
     for (int round = 0;
-         round < kMaxRounds &&
-         (a->stats().denied_by_redis == 0 || b->stats().denied_by_redis == 0);
+         round < kMaxRounds && (a->stats().lease.denied_by_redis == 0 ||
+                                b->stats().lease.denied_by_redis == 0);
          ++round) {
       admitted += a->TryAcquire(name).allowed;
       admitted += b->TryAcquire(name).allowed;
       Sync(*a);
       Sync(*b);
     }
-    ASSERT_GE(a->stats().denied_by_redis, 1u);
-    ASSERT_GE(b->stats().denied_by_redis, 1u);
+    ASSERT_GE(a->stats().lease.denied_by_redis, 1u);
+    ASSERT_GE(b->stats().lease.denied_by_redis, 1u);
     // Spend what the leases still hold (bounded: at most the limit).
     for (LeasedLimiter* l : {a.get(), b.get()}) {
       for (int i = 0; i < 40 && l->TryAcquire(name).allowed; ++i) ++admitted;
@@ -688,9 +696,9 @@ TEST_F(LeasedLimiterTest, KeysLongerThanMaxKeyBytesAreRefused) {
             absl::StatusCode::kInvalidArgument);
   EXPECT_TRUE((*l)->TryAcquire(std::string(8, 'k')).allowed);  // local credit
   ASSERT_TRUE((*l)->Sync(absl::Seconds(10)).ok());
-  const LeaseStats s = (*l)->stats();
-  EXPECT_EQ(s.charges, 1u) << "only the 8-byte key reached Redis";
-  EXPECT_EQ(s.lease_requests, 0u);
+  const SharedLimitStats s = (*l)->stats();
+  EXPECT_EQ(s.lease.charges, 1u) << "only the 8-byte key reached Redis";
+  EXPECT_EQ(s.lease.lease_requests, 0u);
 }
 
 // Sync is a synchronisation point with a deadline: against a frozen server
@@ -719,7 +727,7 @@ TEST_F(LeasedLimiterTest, InvalidCostAndEmptyHandle) {
   auto limiter = Make(LimitSpec::Gcra(10, absl::Seconds(1)), LeaseOptions{});
   EXPECT_EQ(limiter->TryAcquire("x", -1).source,
             DecisionSource::kInvalidArgument);
-  EXPECT_EQ(limiter->TryAcquire(LeaseHandle(), 1).source,
+  EXPECT_EQ(limiter->TryAcquire(LeasedLimiter::Handle(), 1).source,
             DecisionSource::kInvalidArgument);
   Decision d = limiter->TryAcquire("x", 11);  // beyond the burst
   EXPECT_FALSE(d.allowed);

@@ -62,11 +62,11 @@ class LuaVectorsTest : public testing::RedisTest {
       int64_t wait_ns = 0;
       if (c.max_wait_us > 0) {
         clock.SetNanos(now_us * 1000);
-        auto r = (*limiter)->Reserve(name, c.cost,
-                                     absl::Microseconds(c.max_wait_us));
-        ASSERT_TRUE(r.ok()) << r.status();
-        d = r->decision;
-        wait_ns = r->wait_ns;
+        const Reservation r = (*limiter)->Reserve(
+            name, c.cost, absl::Microseconds(c.max_wait_us));
+        ASSERT_NE(r.decision.source, DecisionSource::kInvalidArgument);
+        d = r.decision;
+        wait_ns = r.wait_ns;
       } else {
         d = (*limiter)->TryAcquire(name, c.cost, now_us * 1000);
       }

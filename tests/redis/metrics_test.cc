@@ -1,7 +1,7 @@
 // Metrics (docs/metrics.md) against a real redis-server: known runs of the
 // leased and direct modes, with every decision's source and outcome tallied
-// by the test and compared exactly with LeaseStats/DirectStats::decisions
-// and with the Prometheus text (parsed by our strict checker,
+// by the test and compared exactly with SharedLimitStats::decisions and
+// with the Prometheus text (parsed by our strict checker,
 // testing/prometheus_check.h); the lease, token, gauge and connection
 // counters of those runs; the stats callbacks; counting from many threads.
 // Leased limiters run on a ManualClock that stands still unless a test
@@ -41,10 +41,6 @@ struct Tally {
   Decision Add(const Decision& d) {
     (d.allowed ? counts.admitted : counts.denied)[static_cast<int>(d.source)]++;
     return d;
-  }
-  void Add(const absl::StatusOr<Decision>& d) {
-    ASSERT_TRUE(d.ok()) << d.status();
-    Add(*d);
   }
 };
 
@@ -164,28 +160,33 @@ TEST_F(MetricsTest, LeasedCountsAKnownRunAndTheTextSaysTheSame) {
   EXPECT_EQ(t.Add(limiter->TryAcquire("c")).source, DecisionSource::kKeyLimit);
   Sync(*limiter);
 
-  const LeaseStats s = limiter->stats();
+  const SharedLimitStats s = limiter->stats();
+  EXPECT_EQ(s.mode, LimiterMode::kLeased);
   ExpectSameCounts(s.decisions, t.counts);
+  // A healthy Redis: no errors.
+  EXPECT_EQ(s.redis_errors, 0u);
+  EXPECT_EQ(s.key_errors, 0u);
   // The key's limit held, within the accuracy bound of one instance: 100,
   // plus A = 25 admitted from credit before Redis counted them.
   EXPECT_GE(b_admitted, 100);
   EXPECT_LE(b_admitted, 125);
   EXPECT_GE(t.counts.Admitted(DecisionSource::kLease), 1u);
   EXPECT_EQ(s.decisions_per_call,
-            static_cast<double>(s.decisions.Total()) / s.batch_calls);
-  EXPECT_GE(s.leases_granted, 1u);
-  EXPECT_LE(s.leases_granted, s.lease_requests);
-  EXPECT_GE(s.denied_by_redis, 1u);
-  EXPECT_EQ(s.leases_expired, 0u);  // the clock stood still
-  EXPECT_GE(s.tokens_charged, 10u);
+            static_cast<double>(s.decisions.Total()) / s.redis_calls);
+  EXPECT_GE(s.lease.leases_granted, 1u);
+  EXPECT_LE(s.lease.leases_granted, s.lease.lease_requests);
+  EXPECT_GE(s.lease.denied_by_redis, 1u);
+  EXPECT_EQ(s.lease.leases_expired, 0u);  // the clock stood still
+  EXPECT_GE(s.lease.tokens_charged, 10u);
   // Gauges: the balances Inspect sees, and "b" near (at) its limit.
   const int64_t held = std::max<int64_t>(0, limiter->Inspect("a")->balance) +
                        std::max<int64_t>(0, limiter->Inspect("b")->balance);
-  EXPECT_EQ(s.held_tokens, held);
-  EXPECT_EQ(s.overshoot_tokens,
-            s.held_tokens + s.credit_tokens + s.uncharged_tokens);
-  EXPECT_EQ(s.uncharged_tokens, 0);  // Sync charged everything
-  EXPECT_EQ(s.near_limit_keys, 1u);
+  EXPECT_EQ(s.lease.held_tokens, held);
+  EXPECT_EQ(
+      s.lease.overshoot_tokens,
+      s.lease.held_tokens + s.lease.credit_tokens + s.lease.uncharged_tokens);
+  EXPECT_EQ(s.lease.uncharged_tokens, 0);  // Sync charged everything
+  EXPECT_EQ(s.lease.near_limit_keys, 1u);
   EXPECT_EQ(s.keys, 2u);
   // The connection: healthy, and one round trip per reply.
   EXPECT_EQ(s.redis.health, RedisHealth::kHealthy);
@@ -201,23 +202,26 @@ TEST_F(MetricsTest, LeasedCountsAKnownRunAndTheTextSaysTheSame) {
   ExpectTextCounts(*p, "api", t.counts);
   const std::string api = "api";
   EXPECT_EQ(Series(*p, "tokenlease_lease_requests_total", api),
-            s.lease_requests);
+            s.lease.lease_requests);
   EXPECT_EQ(Series(*p, "tokenlease_leases_granted_total", api),
-            s.leases_granted);
+            s.lease.leases_granted);
   EXPECT_EQ(Series(*p, "tokenlease_tokens_granted_total", api),
-            s.tokens_granted);
+            s.lease.tokens_granted);
   EXPECT_EQ(Series(*p, "tokenlease_lease_refusals_total", api),
-            s.denied_by_redis);
-  EXPECT_EQ(Series(*p, "tokenlease_charges_total", api), s.charges);
+            s.lease.denied_by_redis);
+  EXPECT_EQ(Series(*p, "tokenlease_charges_total", api), s.lease.charges);
   EXPECT_EQ(Series(*p, "tokenlease_tokens_charged_total", api),
-            s.tokens_charged);
-  EXPECT_EQ(Series(*p, "tokenlease_redis_calls_total", api), s.batch_calls);
+            s.lease.tokens_charged);
+  EXPECT_EQ(Series(*p, "tokenlease_redis_calls_total", api), s.redis_calls);
+  EXPECT_EQ(Series(*p, "tokenlease_redis_errors_total", api), 0);
+  EXPECT_EQ(Series(*p, "tokenlease_redis_key_errors_total", api), 0);
   EXPECT_EQ(Series(*p, "tokenlease_decisions_per_redis_call", api),
             s.decisions_per_call);
   EXPECT_EQ(Series(*p, "tokenlease_keys", api), 2);
   EXPECT_EQ(Series(*p, "tokenlease_near_limit_keys", api), 1);
   EXPECT_EQ(Series(*p, "tokenlease_held_tokens", api), held);
-  EXPECT_EQ(Series(*p, "tokenlease_overshoot_tokens", api), s.overshoot_tokens);
+  EXPECT_EQ(Series(*p, "tokenlease_overshoot_tokens", api),
+            s.lease.overshoot_tokens);
   EXPECT_EQ(Series(*p, "tokenlease_redis_commands_total", api),
             s.redis.commands_sent);
   EXPECT_EQ(Series(*p, "tokenlease_redis_round_trip_seconds_count", api),
@@ -263,8 +267,11 @@ TEST_F(MetricsTest, LeasedFailureModesAndShadowAreCountedBySource) {
   const DecisionCounts& local = runs[1].tally.counts;
   EXPECT_EQ(local.Admitted(DecisionSource::kFallback), 3u);  // the share
   EXPECT_EQ(local.Denied(DecisionSource::kFallback), 2u);
+  // fail_closed: the first decision was the lease's (it asked for the
+  // lease that failed), the others fail_closed's.
   const DecisionCounts& closed = runs[2].tally.counts;
-  EXPECT_EQ(closed.Denied(DecisionSource::kLease), 6u);
+  EXPECT_EQ(closed.Denied(DecisionSource::kLease), 1u);
+  EXPECT_EQ(closed.Denied(DecisionSource::kFailClosed), 5u);
 
   // Shadow mode: admits what it would deny, on a healthy key.
   LeasedLimiterOptions so = LeasedOptions("shadow");
@@ -286,22 +293,27 @@ TEST_F(MetricsTest, LeasedFailureModesAndShadowAreCountedBySource) {
 
   PrometheusWriter w;
   for (Run& r : runs) {
-    const LeaseStats s = r.limiter->stats();
+    const SharedLimitStats s = r.limiter->stats();
     ExpectSameCounts(s.decisions, r.tally.counts);
-    EXPECT_EQ(s.fail_open_admitted,
-              r.tally.counts.Admitted(DecisionSource::kFailOpen));
-    EXPECT_EQ(s.fail_local_admitted,
-              r.tally.counts.Admitted(DecisionSource::kFallback));
-    EXPECT_EQ(s.fail_local_denied,
-              r.tally.counts.Denied(DecisionSource::kFallback));
-    EXPECT_EQ(s.fail_closed_denied,
+    EXPECT_EQ(s.decisions.Admitted(DecisionSource::kFailOpen),
+              r.mode == FailureMode::kFailOpen ? 5u : 0u);
+    EXPECT_EQ(s.decisions.Admitted(DecisionSource::kFallback),
+              r.mode == FailureMode::kFailLocal ? 3u : 0u);
+    EXPECT_EQ(s.decisions.Denied(DecisionSource::kFallback),
+              r.mode == FailureMode::kFailLocal ? 2u : 0u);
+    EXPECT_EQ(s.decisions.Denied(DecisionSource::kFailClosed),
               r.mode == FailureMode::kFailClosed ? 5u : 0u);
     EXPECT_GE(s.redis_errors, 1u);
+    // WRONGTYPE: errors for the key, counted in leased mode too.
+    EXPECT_GE(s.key_errors, 1u);
+    EXPECT_LE(s.key_errors, s.redis_errors);
     ASSERT_TRUE(w.Add(r.name, s).ok());
   }
-  const LeaseStats ss = shadow->stats();
+  const SharedLimitStats ss = shadow->stats();
   ExpectSameCounts(ss.decisions, st.counts);
-  EXPECT_EQ(ss.shadow_denied, st.counts.Admitted(DecisionSource::kShadow));
+  EXPECT_EQ(ss.decisions.Admitted(DecisionSource::kShadow),
+            st.counts.Admitted(DecisionSource::kShadow));
+  EXPECT_EQ(ss.redis_errors, 0u);
   ASSERT_TRUE(w.Add("shadow", ss).ok());
 
   const std::string text = w.Text();
@@ -309,14 +321,37 @@ TEST_F(MetricsTest, LeasedFailureModesAndShadowAreCountedBySource) {
   ASSERT_TRUE(p.ok()) << p.status() << "\n" << text;
   for (Run& r : runs) ExpectTextCounts(*p, r.name, r.tally.counts);
   ExpectTextCounts(*p, "shadow", st.counts);
-  EXPECT_EQ(Series(*p, "tokenlease_fail_closed_denials_total", "closed"), 5);
-  EXPECT_EQ(Series(*p, "tokenlease_shadow_denials_total", "shadow"),
-            ss.shadow_denied);
-  EXPECT_GE(Series(*p, "tokenlease_redis_call_errors_total", "open"), 1);
+  // fail_closed's denials and shadow mode's admissions are decision series
+  // (they had families of their own before).
+  EXPECT_EQ(p->Value("tokenlease_decisions_total", {{"limit", "closed"},
+                                                    {"source", "fail_closed"},
+                                                    {"result", "denied"}}),
+            5);
+  EXPECT_EQ(p->Value("tokenlease_decisions_total", {{"limit", "shadow"},
+                                                    {"source", "shadow"},
+                                                    {"result", "admitted"}}),
+            ss.decisions.Admitted(DecisionSource::kShadow));
+  EXPECT_EQ(p->Family("tokenlease_fail_closed_denials_total"), nullptr);
+  EXPECT_EQ(p->Family("tokenlease_shadow_denials_total"), nullptr);
+  EXPECT_EQ(p->Family("tokenlease_redis_call_errors_total"), nullptr);
+  for (Run& r : runs) {
+    const SharedLimitStats s = r.limiter->stats();
+    EXPECT_GE(Series(*p, "tokenlease_redis_errors_total", r.name), 1) << r.name;
+    EXPECT_GE(Series(*p, "tokenlease_redis_key_errors_total", r.name), 1)
+        << r.name;
+    EXPECT_LE(Series(*p, "tokenlease_redis_key_errors_total", r.name),
+              Series(*p, "tokenlease_redis_errors_total", r.name))
+        << r.name;
+    // Counters only grow: the snapshot written is at most the one now.
+    EXPECT_LE(Series(*p, "tokenlease_redis_errors_total", r.name),
+              s.redis_errors)
+        << r.name;
+  }
+  EXPECT_EQ(Series(*p, "tokenlease_redis_errors_total", "shadow"), 0);
 }
 
-// Direct mode: Redis's decisions, the failure modes' (a WRONGTYPE key),
-// and an error that is no decision.
+// Direct mode: Redis's decisions, the failure modes' (a WRONGTYPE key;
+// fail_closed also by default), and shadow mode's.
 TEST_F(MetricsTest, DirectCountsAKnownRunAndTheTextSaysTheSame) {
   const LimitSpec spec = LimitSpec::TokenBucket(3, absl::Hours(1));
   auto exact = MakeDirect(spec, DirectOptions("exact"));
@@ -325,9 +360,11 @@ TEST_F(MetricsTest, DirectCountsAKnownRunAndTheTextSaysTheSame) {
   for (int i = 0; i < 5; ++i) te.Add(exact->TryAcquire("k"));
   EXPECT_EQ(te.counts.Admitted(DecisionSource::kDirect), 3u);
   EXPECT_EQ(te.counts.Denied(DecisionSource::kDirect), 2u);
-  // An error is not a decision: counted as a failure only.
+  // An error is decided by the failure mode (kFailClosed by default), and
+  // counted as an error for the key as well.
   BreakKey(DirectOptions("exact").key_prefix, "broken");
-  EXPECT_FALSE(exact->TryAcquire("broken").ok());
+  EXPECT_EQ(te.Add(exact->TryAcquire("broken")).source,
+            DecisionSource::kFailClosed);
 
   struct Run {
     std::string name;
@@ -351,35 +388,65 @@ TEST_F(MetricsTest, DirectCountsAKnownRunAndTheTextSaysTheSame) {
   EXPECT_EQ(runs[0].tally.counts.Admitted(DecisionSource::kFailOpen), 5u);
   EXPECT_EQ(runs[1].tally.counts.Admitted(DecisionSource::kFallback), 3u);
   EXPECT_EQ(runs[1].tally.counts.Denied(DecisionSource::kFallback), 2u);
-  EXPECT_EQ(runs[2].tally.counts.Denied(DecisionSource::kDirect), 5u);
+  EXPECT_EQ(runs[2].tally.counts.Denied(DecisionSource::kFailClosed), 5u);
+  EXPECT_EQ(runs[2].tally.counts.Denied(DecisionSource::kDirect), 0u);
+
+  // Shadow mode: Redis's denials admitted (and charged nowhere).
+  DirectLimiterOptions so = DirectOptions("d-shadow");
+  so.shadow = true;
+  auto shadow = MakeDirect(spec, so);
+  ASSERT_NE(shadow, nullptr);
+  Tally ts;
+  for (int i = 0; i < 5; ++i) {
+    EXPECT_TRUE(ts.Add(shadow->TryAcquire("k")).allowed) << i;
+  }
+  EXPECT_EQ(ts.counts.Admitted(DecisionSource::kDirect), 3u);
+  EXPECT_EQ(ts.counts.Admitted(DecisionSource::kShadow), 2u);
 
   PrometheusWriter w;
-  const DirectStats se = exact->stats();
+  const SharedLimitStats se = exact->stats();
+  EXPECT_EQ(se.mode, LimiterMode::kDirect);
   ExpectSameCounts(se.decisions, te.counts);
+  EXPECT_EQ(se.decisions.Denied(DecisionSource::kFailClosed), 1u);
   EXPECT_EQ(se.redis_calls, 6u);
-  EXPECT_EQ(se.redis_failures, 1u);
-  EXPECT_EQ(se.decisions_per_call, 5.0 / 6.0);
+  EXPECT_EQ(se.redis_errors, 1u);
+  EXPECT_EQ(se.key_errors, 1u);
+  EXPECT_EQ(se.decisions_per_call, 6.0 / 6.0);
   EXPECT_EQ(se.redis.round_trip.Count(),
             se.redis.replies + se.redis.late_replies);
   ASSERT_TRUE(w.Add("exact", se).ok());
   for (Run& r : runs) {
-    const DirectStats s = r.limiter->stats();
+    const SharedLimitStats s = r.limiter->stats();
     ExpectSameCounts(s.decisions, r.tally.counts);
     EXPECT_EQ(s.redis_calls, 5u);
+    EXPECT_EQ(s.redis_errors, 5u);
     EXPECT_EQ(s.key_errors, 5u);
-    EXPECT_EQ(s.fail_closed_denied,
+    EXPECT_EQ(s.decisions.Denied(DecisionSource::kFailClosed),
               r.mode == FailureMode::kFailClosed ? 5u : 0u);
     ASSERT_TRUE(w.Add(r.name, s).ok());
   }
+  const SharedLimitStats sh = shadow->stats();
+  ExpectSameCounts(sh.decisions, ts.counts);
+  EXPECT_EQ(sh.redis_calls, 5u);
+  EXPECT_EQ(sh.redis_errors, 0u);
+  ASSERT_TRUE(w.Add("d-shadow", sh).ok());
   const std::string text = w.Text();
   absl::StatusOr<PromExposition> p = ParsePrometheusText(text);
   ASSERT_TRUE(p.ok()) << p.status() << "\n" << text;
   ExpectTextCounts(*p, "exact", te.counts);
   for (Run& r : runs) ExpectTextCounts(*p, r.name, r.tally.counts);
+  ExpectTextCounts(*p, "d-shadow", ts.counts);
   EXPECT_EQ(Series(*p, "tokenlease_redis_calls_total", "exact"), 6);
-  EXPECT_EQ(Series(*p, "tokenlease_redis_call_errors_total", "exact"), 1);
+  EXPECT_EQ(Series(*p, "tokenlease_redis_errors_total", "exact"), 1);
+  EXPECT_EQ(Series(*p, "tokenlease_redis_key_errors_total", "exact"), 1);
   EXPECT_EQ(Series(*p, "tokenlease_redis_key_errors_total", "d-open"), 5);
-  EXPECT_EQ(Series(*p, "tokenlease_fail_closed_denials_total", "d-closed"), 5);
+  EXPECT_EQ(Series(*p, "tokenlease_redis_errors_total", "d-shadow"), 0);
+  EXPECT_EQ(p->Value("tokenlease_decisions_total", {{"limit", "d-closed"},
+                                                    {"source", "fail_closed"},
+                                                    {"result", "denied"}}),
+            5);
+  EXPECT_EQ(p->Family("tokenlease_fail_closed_denials_total"), nullptr);
+  EXPECT_EQ(p->Family("tokenlease_redis_call_errors_total"), nullptr);
   EXPECT_EQ(Series(*p, "tokenlease_redis_round_trip_seconds_count", "exact"),
             se.redis.replies + se.redis.late_replies);
 }
@@ -388,10 +455,10 @@ TEST_F(MetricsTest, DirectCountsAKnownRunAndTheTextSaysTheSame) {
 // clock; the direct one on the client thread, by the steady clock.
 TEST_F(MetricsTest, StatsCallbacksRunEveryInterval) {
   std::mutex mu;
-  std::vector<LeaseStats> leased_calls;
+  std::vector<SharedLimitStats> leased_calls;
   LeasedLimiterOptions o = LeasedOptions("cb");
   o.stats_interval = absl::Milliseconds(100);
-  o.stats_callback = [&](const LeaseStats& s) {
+  o.stats_callback = [&](const SharedLimitStats& s) {
     std::lock_guard<std::mutex> lock(mu);
     leased_calls.push_back(s);
   };
@@ -410,6 +477,7 @@ TEST_F(MetricsTest, StatsCallbacksRunEveryInterval) {
   }));
   {
     std::lock_guard<std::mutex> lock(mu);
+    EXPECT_EQ(leased_calls.front().mode, LimiterMode::kLeased);
     EXPECT_EQ(leased_calls.front().decisions.Total(), 3u);
   }
   // The next one waits for the next interval.
@@ -426,22 +494,27 @@ TEST_F(MetricsTest, StatsCallbacksRunEveryInterval) {
 
   std::atomic<int> direct_calls{0};
   std::atomic<uint64_t> last_total{0};
+  std::atomic<bool> direct_mode{true};
   DirectLimiterOptions d = DirectOptions("dcb");
   d.stats_interval = absl::Milliseconds(5);
-  d.stats_callback = [&](const DirectStats& s) {
+  d.stats_callback = [&](const SharedLimitStats& s) {
     // relaxed: the test reads them after WaitUntil's own synchronisation.
     last_total.store(s.decisions.Total(), std::memory_order_relaxed);
+    if (s.mode != LimiterMode::kDirect) {
+      direct_mode.store(false, std::memory_order_relaxed);
+    }
     direct_calls.fetch_add(1, std::memory_order_relaxed);
   };
   auto direct = MakeDirect(LimitSpec::TokenBucket(100, absl::Hours(1)), d);
   ASSERT_NE(direct, nullptr);
-  ASSERT_TRUE(direct->TryAcquire("k").ok());
-  ASSERT_TRUE(direct->TryAcquire("k").ok());
+  ASSERT_EQ(direct->TryAcquire("k").source, DecisionSource::kDirect);
+  ASSERT_EQ(direct->TryAcquire("k").source, DecisionSource::kDirect);
   const int before = direct_calls.load(std::memory_order_relaxed);
   ASSERT_TRUE(WaitUntil([&] {
     return direct_calls.load(std::memory_order_relaxed) >= before + 2;
   }));
   EXPECT_EQ(last_total.load(std::memory_order_relaxed), 2u);
+  EXPECT_TRUE(direct_mode.load(std::memory_order_relaxed));
   direct.reset();  // stops the timer: no call after this
   const int after = direct_calls.load(std::memory_order_relaxed);
   std::this_thread::sleep_for(std::chrono::milliseconds(20));
@@ -490,7 +563,7 @@ TEST_F(MetricsTest, CountsDecisionsOfManyThreadsExactly) {
     std::vector<std::thread> threads;
     for (int t = 0; t < kThreads; ++t) {
       threads.emplace_back([&, t] {
-        LeaseHandle mine = *handle;  // each thread its own copy
+        LeasedLimiter::Handle mine = *handle;  // each thread its own copy
         Tally local;
         for (int i = 0; i < kPerThread; ++i) {
           local.Add(i % 3 == 0
@@ -508,7 +581,7 @@ TEST_F(MetricsTest, CountsDecisionsOfManyThreadsExactly) {
   }
   done.store(true, std::memory_order_release);
   reader.join();
-  const LeaseStats s = limiter->stats();
+  const SharedLimitStats s = limiter->stats();
   EXPECT_EQ(s.decisions.Total(), 2u * kThreads * kPerThread);
   ExpectSameCounts(s.decisions, total.counts);
 }

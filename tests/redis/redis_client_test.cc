@@ -32,6 +32,11 @@ using ::tokenlease::testing::ConnectFast;
 using testing::kWaitBound;
 using testing::WaitUntil;
 
+// The client thread of `conn` (the library's access to it).
+RedisClient& Client(const std::shared_ptr<RedisConnection>& conn) {
+  return RedisConnectionAccess::Client(*conn);
+}
+
 absl::StatusOr<RedisReply> Call(RedisClient& client,
                                 std::vector<std::string> argv,
                                 absl::Duration timeout = absl::Seconds(5)) {
@@ -208,9 +213,9 @@ class RedisClientFaultTest : public testing::PrivateRedisTest {};
 TEST_F(RedisClientTest, RoundTripsAndPipelinesFromManyThreads) {
   auto conn = NewConnection();
   ASSERT_NE(conn, nullptr);
-  auto r = CallUntilOk(conn->client(), {"SET", "k", "v"});
+  auto r = CallUntilOk(Client(conn), {"SET", "k", "v"});
   ASSERT_TRUE(r.ok()) << r.status();
-  r = Call(conn->client(), {"GET", "k"});
+  r = Call(Client(conn), {"GET", "k"});
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_EQ(r->str, "v");
 
@@ -223,7 +228,7 @@ TEST_F(RedisClientTest, RoundTripsAndPipelinesFromManyThreads) {
   for (int t = 0; t < kThreads; ++t) {
     threads.emplace_back([&] {
       for (int i = 0; i < kEach; ++i) {
-        absl::Status s = conn->client().Submit(
+        absl::Status s = Client(conn).Submit(
             {"INCR", "counter"}, [&](absl::StatusOr<RedisReply> reply) {
               (reply.ok() && reply->type == RedisReply::Type::kInteger ? ok
                                                                        : failed)
@@ -240,7 +245,7 @@ TEST_F(RedisClientTest, RoundTripsAndPipelinesFromManyThreads) {
   ASSERT_TRUE(all_done.WaitForNotificationWithTimeout(kWaitBound));
   EXPECT_EQ(ok.load(), kThreads * kEach);
   EXPECT_EQ(failed.load(), 0);
-  r = Call(conn->client(), {"GET", "counter"});
+  r = Call(Client(conn), {"GET", "counter"});
   ASSERT_TRUE(r.ok());
   EXPECT_EQ(r->str, "2000");
   const RedisStats stats = conn->stats();
@@ -253,11 +258,11 @@ TEST_F(RedisClientTest, RoundTripsAndPipelinesFromManyThreads) {
 
 TEST_F(RedisClientTest, CommandsQueuedTogetherLeaveInOneWrite) {
   auto conn = NewConnection();
-  ASSERT_TRUE(CallUntilOk(conn->client(), {"PING"}).ok());
+  ASSERT_TRUE(CallUntilOk(Client(conn), {"PING"}).ok());
   // Hold the client thread inside a callback so that the next submits pile
   // up in the queue; the loop's next turn must send them in one write.
   Notification in_callback, gate;
-  ASSERT_TRUE(conn->client()
+  ASSERT_TRUE(Client(conn)
                   .Submit({"PING"},
                           [&](absl::StatusOr<RedisReply>) {
                             in_callback.Notify();
@@ -270,7 +275,7 @@ TEST_F(RedisClientTest, CommandsQueuedTogetherLeaveInOneWrite) {
   std::atomic<int> ok{0}, answered{0};
   Notification all;
   for (int i = 0; i < kCommands; ++i) {
-    ASSERT_TRUE(conn->client()
+    ASSERT_TRUE(Client(conn)
                     .Submit(
                         {"INCR", "piped"},
                         [&](absl::StatusOr<RedisReply> r) {
@@ -294,15 +299,15 @@ TEST_F(RedisClientTest, CommandsQueuedTogetherLeaveInOneWrite) {
 
 TEST_F(RedisClientTest, ErrorRepliesAreRepliesNotFailures) {
   auto conn = NewConnection();
-  ASSERT_TRUE(CallUntilOk(conn->client(), {"SET", "s", "x"}).ok());
-  auto r = Call(conn->client(), {"LPUSH", "s", "x"});
+  ASSERT_TRUE(CallUntilOk(Client(conn), {"SET", "s", "x"}).ok());
+  auto r = Call(Client(conn), {"LPUSH", "s", "x"});
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_TRUE(r->ErrorStartsWith("WRONGTYPE")) << r->DebugString();
 }
 
 TEST_F(RedisClientTest, SelectsTheDatabaseOfTheUrl) {
   auto conn = NewConnection("/3");
-  auto r = CallUntilOk(conn->client(), {"SET", "in3", "yes"});
+  auto r = CallUntilOk(Client(conn), {"SET", "in3", "yes"});
   ASSERT_TRUE(r.ok()) << r.status();
   auto db3 = server().Command({"EVAL",
                                "redis.call('SELECT', 3) "
@@ -323,12 +328,12 @@ TEST_F(RedisClientTest, ReloadsAScriptAfterScriptFlush) {
   sha_text = *sha;
   const LuaScript script{sha_text, kBody};
   auto conn = NewConnection();
-  ASSERT_TRUE(CallUntilOk(conn->client(), {"PING"}).ok());
+  ASSERT_TRUE(CallUntilOk(Client(conn), {"PING"}).ok());
 
   auto run = [&](int x) {
     auto result = std::make_shared<absl::StatusOr<RedisReply>>();
     Notification done;
-    EXPECT_TRUE(conn->client()
+    EXPECT_TRUE(Client(conn)
                     .SubmitScript(script, {"0", std::to_string(x)},
                                   [&](absl::StatusOr<RedisReply> r) {
                                     *result = std::move(r);
@@ -386,11 +391,11 @@ TEST_F(RedisClientFaultTest, CommandDeadlineAgainstAFrozenServer) {
   HealthLog log;
   log.Attach(&o);
   auto conn = ConnectFast(url(), o);
-  ASSERT_TRUE(CallUntilOk(conn->client(), {"PING"}).ok());
+  ASSERT_TRUE(CallUntilOk(Client(conn), {"PING"}).ok());
   EXPECT_EQ(conn->health(), RedisHealth::kHealthy);
   server().Pause();  // SIGSTOP: the socket stays open, nothing answers
   const auto start = std::chrono::steady_clock::now();
-  auto r = Call(conn->client(), {"PING"}, absl::Milliseconds(200));
+  auto r = Call(Client(conn), {"PING"}, absl::Milliseconds(200));
   const auto took = std::chrono::steady_clock::now() - start;
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().code(), absl::StatusCode::kDeadlineExceeded)
@@ -405,7 +410,7 @@ TEST_F(RedisClientFaultTest, CommandDeadlineAgainstAFrozenServer) {
   server().Resume();
   // The connection was kept: the late reply proves the server is back, and
   // the next command needs no reconnect.
-  r = CallUntilOk(conn->client(), {"PING"});
+  r = CallUntilOk(Client(conn), {"PING"});
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_EQ(r->str, "PONG");
   const RedisStats s = conn->stats();
@@ -432,9 +437,9 @@ TEST_F(RedisClientFaultTest, AServerFrozenPastDeadAfterIsReset) {
   HealthLog log;
   log.Attach(&o);
   auto conn = ConnectFast(url(), o);
-  ASSERT_TRUE(CallUntilOk(conn->client(), {"PING"}).ok());
+  ASSERT_TRUE(CallUntilOk(Client(conn), {"PING"}).ok());
   server().Pause();
-  auto r = Call(conn->client(), {"PING"}, absl::Seconds(10));
+  auto r = Call(Client(conn), {"PING"}, absl::Seconds(10));
   EXPECT_FALSE(r.ok());
   EXPECT_EQ(r.status().code(), absl::StatusCode::kUnavailable) << r.status();
   EXPECT_THAT(r.status().message(), HasSubstr("no reply for"));
@@ -445,7 +450,7 @@ TEST_F(RedisClientFaultTest, AServerFrozenPastDeadAfterIsReset) {
   EXPECT_FALSE(conn->connected());
   EXPECT_EQ(conn->health(), RedisHealth::kDown);
   server().Resume();
-  ASSERT_TRUE(CallUntilOk(conn->client(), {"PING"}).ok());
+  ASSERT_TRUE(CallUntilOk(Client(conn), {"PING"}).ok());
   s = conn->stats();
   EXPECT_EQ(s.connects, 2u);
   EXPECT_TRUE(conn->connected());
@@ -535,17 +540,17 @@ TEST(HealthMonitorTest, FromRepliesTimeoutsAndTheConnection) {
 
 TEST_F(RedisClientFaultTest, ReconnectsAfterKillAndRestart) {
   auto conn = NewConnection();
-  ASSERT_TRUE(CallUntilOk(conn->client(), {"SET", "a", "1"}).ok());
+  ASSERT_TRUE(CallUntilOk(Client(conn), {"SET", "a", "1"}).ok());
   server().Kill();  // kill -9
-  auto r = Call(conn->client(), {"GET", "a"}, absl::Milliseconds(200));
+  auto r = Call(Client(conn), {"GET", "a"}, absl::Milliseconds(200));
   EXPECT_FALSE(r.ok());
   EXPECT_THAT(r.status().code(),
               ::testing::AnyOf(absl::StatusCode::kUnavailable,
                                absl::StatusCode::kDeadlineExceeded));
   ASSERT_TRUE(server().Restart().ok());
-  r = CallUntilOk(conn->client(), {"SET", "a", "2"});
+  r = CallUntilOk(Client(conn), {"SET", "a", "2"});
   ASSERT_TRUE(r.ok()) << r.status();
-  r = Call(conn->client(), {"GET", "a"});
+  r = Call(Client(conn), {"GET", "a"});
   ASSERT_TRUE(r.ok());
   EXPECT_EQ(r->str, "2");
   EXPECT_GE(conn->stats().connects, 2u);
@@ -556,22 +561,22 @@ TEST_F(RedisClientFaultTest, CommandsWaitForTheFirstConnect) {
   // and fail with a message naming the last connect error.
   server().Kill();
   auto conn = NewConnection();
-  auto r = Call(conn->client(), {"PING"}, absl::Milliseconds(100));
+  auto r = Call(Client(conn), {"PING"}, absl::Milliseconds(100));
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().code(), absl::StatusCode::kDeadlineExceeded);
   EXPECT_THAT(r.status().message(), HasSubstr("no connection to redis://"));
   ASSERT_TRUE(server().Restart().ok());
-  EXPECT_TRUE(CallUntilOk(conn->client(), {"PING"}).ok());
+  EXPECT_TRUE(CallUntilOk(Client(conn), {"PING"}).ok());
 }
 
 TEST_F(RedisClientFaultTest, ShutdownAnswersEveryPendingCommand) {
   auto conn = NewConnection();
-  ASSERT_TRUE(CallUntilOk(conn->client(), {"PING"}).ok());
+  ASSERT_TRUE(CallUntilOk(Client(conn), {"PING"}).ok());
   server().Pause();
   std::atomic<int> answered{0}, cancelled_or_lost{0};
   constexpr int kCommands = 50;
   for (int i = 0; i < kCommands; ++i) {
-    ASSERT_TRUE(conn->client()
+    ASSERT_TRUE(Client(conn)
                     .Submit(
                         {"PING"},
                         [&](absl::StatusOr<RedisReply> r) {
@@ -592,10 +597,10 @@ TEST_F(RedisClientFaultTest, ShutdownAnswersEveryPendingCommand) {
 
 TEST_F(RedisClientTest, ShutdownLetsInFlightCommandsFinish) {
   auto conn = NewConnection();
-  ASSERT_TRUE(CallUntilOk(conn->client(), {"PING"}).ok());
+  ASSERT_TRUE(CallUntilOk(Client(conn), {"PING"}).ok());
   std::atomic<int> ok{0};
   for (int i = 0; i < 100; ++i) {
-    ASSERT_TRUE(conn->client()
+    ASSERT_TRUE(Client(conn)
                     .Submit({"INCR", "n"},
                             [&](absl::StatusOr<RedisReply> r) {
                               if (r.ok()) ok.fetch_add(1);
@@ -614,16 +619,16 @@ TEST(RedisAuthTest, PasswordAndAclUser) {
   const std::string hostport = absl::StrCat("127.0.0.1:", (*server)->port());
 
   auto by_password = ConnectFast(absl::StrCat("redis://:s3cret@", hostport));
-  auto r = CallUntilOk(by_password->client(), {"SET", "x", "1"});
+  auto r = CallUntilOk(Client(by_password), {"SET", "x", "1"});
   ASSERT_TRUE(r.ok()) << r.status();
 
   auto by_user = ConnectFast(absl::StrCat("redis://limiter:p%40ss@", hostport));
-  r = CallUntilOk(by_user->client(), {"ACL", "WHOAMI"});
+  r = CallUntilOk(Client(by_user), {"ACL", "WHOAMI"});
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_EQ(r->str, "limiter");
 
   auto wrong = ConnectFast(absl::StrCat("redis://limiter:nope@", hostport));
-  r = Call(wrong->client(), {"PING"}, absl::Milliseconds(300));
+  r = Call(Client(wrong), {"PING"}, absl::Milliseconds(300));
   ASSERT_FALSE(r.ok());
   EXPECT_THAT(r.status().message(), HasSubstr("login failed"));
   EXPECT_EQ(wrong->stats().connects, 0u);
@@ -634,7 +639,7 @@ TEST(RedisAuthTest, UnixSocket) {
   ASSERT_TRUE(server.ok()) << server.status();
   const std::string& socket_path = (*server)->socket_path();
   auto conn = ConnectFast("unix://" + socket_path);
-  auto r = CallUntilOk(conn->client(), {"CLIENT", "INFO"});
+  auto r = CallUntilOk(Client(conn), {"CLIENT", "INFO"});
   ASSERT_TRUE(r.ok()) << r.status();
   // A unix-socket client has no TCP peer address.
   EXPECT_THAT(r->str, HasSubstr("addr=" + socket_path));

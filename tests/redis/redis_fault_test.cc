@@ -111,7 +111,7 @@ class RedisFaultTest : public testing::PrivateRedisTest,
   }
 
   // One decision on the stepped clock, counted by source.
-  Decision Decide(LeasedLimiter& limiter, const LeaseHandle& h) {
+  Decision Decide(LeasedLimiter& limiter, const LeasedLimiter::Handle& h) {
     const Decision d = limiter.TryAcquire(h);
     if (d.allowed && d.source == DecisionSource::kLease) ++lease_admitted_;
     if (d.allowed && d.source == DecisionSource::kFallback) ++local_admitted_;
@@ -122,7 +122,8 @@ class RedisFaultTest : public testing::PrivateRedisTest,
 
   // Decides once a millisecond until `done` holds or kWaitBound passes.
   template <typename Pred>
-  bool DecideUntil(LeasedLimiter& limiter, const LeaseHandle& h, Pred done) {
+  bool DecideUntil(LeasedLimiter& limiter, const LeasedLimiter::Handle& h,
+                   Pred done) {
     return WaitUntil([&] {
       Decide(limiter, h);
       return done();
@@ -290,7 +291,7 @@ TEST_P(RedisFaultTest, NoCrashNoHangTheModeAppliesAndTheBoundHolds) {
   Decide(limiter, *h);
   ASSERT_TRUE(limiter.Sync(kWaitBound).ok());
   ASSERT_TRUE(Decide(limiter, *h).allowed);
-  const uint64_t granted_before = limiter.stats().tokens_granted;
+  const uint64_t granted_before = limiter.stats().lease.tokens_granted;
 
   Inject(c.fault, proxy.get());
   if (HasFatalFailure()) return;
@@ -318,7 +319,7 @@ TEST_P(RedisFaultTest, NoCrashNoHangTheModeAppliesAndTheBoundHolds) {
   } else {
     // Through the fault: the lease runs dry and a new one arrives.
     EXPECT_TRUE(DecideUntil(limiter, *h, [&] {
-      return limiter.stats().tokens_granted > granted_before &&
+      return limiter.stats().lease.tokens_granted > granted_before &&
              Decide(limiter, *h).source == DecisionSource::kLease && seen();
     })) << "no new lease through the fault";
   }
@@ -338,25 +339,26 @@ TEST_P(RedisFaultTest, NoCrashNoHangTheModeAppliesAndTheBoundHolds) {
   // The bound: what Redis has left is at most the limit, plus what
   // refilled in real time (Redis's clock), less every lease admission; the
   // local share admitted its share, whole, and then denied.
-  const LeaseStats stats = limiter.stats();
+  const SharedLimitStats stats = limiter.stats();
   if (c.mode_applies) {
     EXPECT_EQ(local_admitted_, kShare);
   } else {
     EXPECT_LE(local_admitted_, kShare);
   }
-  EXPECT_EQ(static_cast<uint64_t>(local_admitted_), stats.fail_local_admitted);
+  EXPECT_EQ(static_cast<uint64_t>(local_admitted_),
+            stats.decisions.Admitted(DecisionSource::kFallback));
   DirectLimiterOptions direct_options;
   direct_options.connection = Connect(server().port());
   direct_options.key_prefix = prefix();
   auto direct = DirectLimiter::Create(spec_, direct_options);
   ASSERT_TRUE(direct.ok()) << direct.status();
-  auto left = (*direct)->TryAcquire("k", 0, kWaitBound);
-  ASSERT_TRUE(left.ok()) << left.status();
+  const Decision left = (*direct)->TryAcquire("k", 0, kWaitBound);
+  ASSERT_EQ(left.source, DecisionSource::kDirect);
   const int64_t refilled = static_cast<int64_t>(
       std::ceil(absl::ToDoubleSeconds(absl::Now() - started) *
                 static_cast<double>(kLimit) / (365.0 * 24 * 3600)));
   ASSERT_GT(lease_admitted_, refilled + 1);  // else the check below is void
-  EXPECT_LE(left->remaining, kLimit + refilled + 1 - lease_admitted_)
+  EXPECT_LE(left.remaining, kLimit + refilled + 1 - lease_admitted_)
       << "admitted from leases " << lease_admitted_ << ", locally "
       << local_admitted_;
 
@@ -384,9 +386,12 @@ TEST_P(RedisFaultTest, NoCrashNoHangTheModeAppliesAndTheBoundHolds) {
       EXPECT_GE(r.down, 1u);
       EXPECT_GE(r.connect_failures, 1u);
       break;
-    case Fault::kMaxMemory:
     case Fault::kWrongType:
     case Fault::kCorruptValue:
+      // Errors for the key (counted in leased mode too).
+      EXPECT_GE(stats.key_errors, 1u);
+      [[fallthrough]];
+    case Fault::kMaxMemory:
       // The key failed, the connection did not.
       EXPECT_GE(stats.redis_errors, 1u);
       EXPECT_EQ(r.down, 0u);

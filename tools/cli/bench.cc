@@ -31,10 +31,11 @@ constexpr char kUsage[] = R"(Usage: tokenlease bench [--quick] [flags]
 
 This machine's numbers in under a minute (--quick: a few seconds):
   hot path: ns per decision, one thread, one 32-byte key, every decision
-    admitted: a leased decision through a LeaseHandle (a lease in hand), the
-    local Limiter through a KeyHandle and by name, next to a std::mutex +
-    std::unordered_map token bucket by name (bench/mutex_baseline.h) and a
-    bare atomic fetch_sub (the floor of a leased decision);
+    admitted: a leased decision through a LeasedLimiter::Handle (a lease in
+    hand), the local Limiter through a Limiter::Handle and by name, next to
+    a std::mutex + std::unordered_map token bucket by name
+    (bench/mutex_baseline.h) and a bare atomic fetch_sub (the floor of a
+    leased decision);
   direct mode: the round trip of one DirectLimiter decision (p50, p99) and
     the throughput with --callers asynchronous calls in flight, pipelined.
 Each case is warmed up, then measured --reps times, the repetitions of all
@@ -130,8 +131,9 @@ BenchOptions QuickBenchOptions() {
 }
 
 std::vector<std::string> HotCaseNames() {
-  return {"atomic fetch_sub (the floor)", "leased decision, LeaseHandle",
-          "local Limiter, KeyHandle", "local Limiter, by name",
+  return {"atomic fetch_sub (the floor)",
+          "leased decision, LeasedLimiter::Handle",
+          "local Limiter, Limiter::Handle", "local Limiter, by name",
           "std::mutex + unordered_map, by name"};
 }
 

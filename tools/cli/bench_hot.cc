@@ -88,9 +88,9 @@ void Calibrate(HotCase& c, absl::Duration target) {
 struct Fixtures {
   std::atomic<int64_t> balance{INT64_MAX};
   std::unique_ptr<Limiter> local;
-  KeyHandle local_handle;
+  Limiter::Handle local_handle;
   std::unique_ptr<LeasedLimiter> leased;
-  LeaseHandle lease_handle;
+  LeasedLimiter::Handle lease_handle;
   std::unique_ptr<tokenlease_bench::MutexTokenBucketLimiter> mutex;
   std::string key = kKey;
 };
@@ -116,7 +116,7 @@ std::string MakeLeased(const std::string& url, Fixtures* f,
       LeasedLimiter::Create(HugeSpec(), options);
   if (!l.ok()) return std::string(l.status().message());
   f->leased = *std::move(l);
-  absl::StatusOr<LeaseHandle> h = f->leased->Resolve(kKey);
+  absl::StatusOr<LeasedLimiter::Handle> h = f->leased->Resolve(kKey);
   if (!h.ok()) return std::string(h.status().message());
   f->lease_handle = *std::move(h);
   // A key's lease starts at one token and doubles each time the key runs

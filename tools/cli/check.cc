@@ -1,10 +1,13 @@
 #include "cli/check.h"
 
 #include <cstdint>
+#include <functional>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <ostream>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -125,6 +128,13 @@ absl::StatusOr<CheckRequest> MakeRequest(
     return absl::InvalidArgumentError(absl::StrCat(
         "--cost is ", r.outcome.cost, "; it must be between 0 and 2^50"));
   }
+  const size_t max_key_bytes =
+      static_cast<size_t>(DirectLimiterOptions{}.max_key_bytes);
+  if (r.outcome.key.size() > max_key_bytes) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--key is ", r.outcome.key.size(),
+                     " bytes; it must be at most ", max_key_bytes));
+  }
   if (f.timeout < absl::Milliseconds(1) || f.timeout > absl::Minutes(1)) {
     return absl::InvalidArgumentError(
         absl::StrCat("--timeout is ", absl::FormatDuration(f.timeout),
@@ -136,26 +146,47 @@ absl::StatusOr<CheckRequest> MakeRequest(
   return r;
 }
 
-std::string Describe(const absl::Status& s) {
-  return absl::StrCat(absl::StatusCodeToString(s.code()), ": ", s.message());
-}
-
-// What to do about an error of the call, for the message.
-std::string Hint(const absl::Status& s, const CheckRequest& r) {
-  switch (s.code()) {
-    case absl::StatusCode::kUnavailable:
-    case absl::StatusCode::kDeadlineExceeded:
-      return absl::StrCat("; is Redis running at ", Redacted(r.url),
-                          "? (--url or $TOKENLEASE_REDIS_URL; --timeout=",
-                          absl::FormatDuration(r.timeout), ")");
-    case absl::StatusCode::kFailedPrecondition:
-    case absl::StatusCode::kInternal:
-      return absl::StrCat("; `tokenlease inspect --prefix=", r.prefix,
-                          " --key=", r.outcome.key,
-                          "` shows what the key holds");
-    default:
-      return "";
+// The lines the limiter's connection logs (RedisOptions::log, on its
+// client thread): the limiter names there what kept Redis from deciding.
+class LogLines {
+ public:
+  std::function<void(std::string_view)> Sink() {
+    return [this](std::string_view line) {
+      std::lock_guard<std::mutex> lock(mu_);
+      lines_.emplace_back(line);
+    };
   }
+  // Why Redis gave no decision, as the limiter logged it ("CODE: message"),
+  // or a generic reason if it logged nothing.
+  std::string NoDecisionReason() const {
+    static constexpr std::string_view kPrefix = "Redis gave no decision: ";
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const std::string& l : lines_) {
+      std::string_view line = l;
+      if (!line.starts_with(kPrefix)) continue;
+      line.remove_prefix(kPrefix.size());
+      // The rest is "<status> (<mode> decides meanwhile...)".
+      return std::string(line.substr(0, line.rfind(" (fail_closed decides")));
+    }
+    return "Redis did not answer by the deadline";
+  }
+
+ private:
+  mutable std::mutex mu_;
+  std::vector<std::string> lines_;
+};
+
+// What to do about an error of the call, for the message: `key_error`
+// says Redis answered with an error for the key (a wrong type, a corrupt
+// value, another spec's state), else it did not answer.
+std::string Hint(bool key_error, const CheckRequest& r) {
+  if (key_error) {
+    return absl::StrCat("; `tokenlease inspect --prefix=", r.prefix,
+                        " --key=", r.outcome.key, "` shows what the key holds");
+  }
+  return absl::StrCat("; is Redis running at ", Redacted(r.url),
+                      "? (--url or $TOKENLEASE_REDIS_URL; --timeout=",
+                      absl::FormatDuration(r.timeout), ")");
 }
 
 }  // namespace
@@ -210,8 +241,10 @@ int RunCheck(absl::Span<const std::string> args, std::ostream& out,
     return kExitUsage;
   }
 
+  LogLines log;  // outlives the limiter, whose connection logs into it
   DirectLimiterOptions options;
   options.redis.url = r->url;
+  options.redis.log = log.Sink();
   // One decision: the connection may take the whole --timeout to come up,
   // and nothing is left to finish when the program ends.
   options.redis.connect_timeout = r->timeout;
@@ -226,15 +259,22 @@ int RunCheck(absl::Span<const std::string> args, std::ostream& out,
         << "\n(see `tokenlease check --help`)\n";
     return kExitUsage;
   }
-  absl::StatusOr<Decision> d =
+  const Decision d =
       (*limiter)->TryAcquire(r->outcome.key, r->outcome.cost, r->timeout);
-  if (!d.ok()) {
+  if (d.source == DecisionSource::kInvalidArgument) {  // checked above
+    err << "tokenlease check: Redis was not asked: the request is invalid\n";
+    return kExitUsage;
+  }
+  if (d.source != DecisionSource::kDirect) {
+    // The failure mode's decision (fail_closed, the default): Redis gave
+    // none. Not a denial: the limit's state is unknown.
     err << "tokenlease check: no decision from " << Redacted(r->url) << ": "
-        << Describe(d.status()) << Hint(d.status(), *r) << "\n";
+        << log.NoDecisionReason()
+        << Hint((*limiter)->stats().key_errors > 0, *r) << "\n";
     return kExitUsage;
   }
   CheckOutcome& o = r->outcome;
-  o.decision = *d;
+  o.decision = d;
   switch (r->format) {
     case CheckFormat::kHuman:
       out << FormatHuman(o);
@@ -246,7 +286,7 @@ int RunCheck(absl::Span<const std::string> args, std::ostream& out,
       out << FormatJson(o);
       break;
   }
-  return d->allowed ? kExitOk : kExitDenied;
+  return d.allowed ? kExitOk : kExitDenied;
 }
 
 }  // namespace tokenlease::cli

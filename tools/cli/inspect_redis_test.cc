@@ -59,9 +59,9 @@ class InspectRedisTest : public testing::RedisTest {
         DirectLimiter::Create(spec, o);
     ASSERT_TRUE(l.ok()) << l.status();
     for (int i = 0; i < n; ++i) {
-      absl::StatusOr<Decision> d = (*l)->TryAcquire(kKey, 1, absl::Seconds(10));
-      ASSERT_TRUE(d.ok()) << d.status();
-      ASSERT_TRUE(d->allowed) << i;
+      const Decision d = (*l)->TryAcquire(kKey, 1, absl::Seconds(10));
+      ASSERT_EQ(d.source, DecisionSource::kDirect) << i;
+      ASSERT_TRUE(d.allowed) << i;
     }
   }
   InspectReport Report(const std::optional<LimitSpec>& spec,

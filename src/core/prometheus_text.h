@@ -2,15 +2,14 @@
 // PrometheusWriter (tokenlease/metrics.h) writes it: metric families, each
 // written once with its HELP and TYPE lines and then its samples in the
 // order they were added; label values escaped; histograms as cumulative
-// `_bucket{le="..."}` series ending in +Inf, `_sum` and `_count`. Here
-// because both shared modes use it (src/direct and src/leased sit on
-// src/redis), with the series of a connection (RedisStats) that both share.
+// `_bucket{le="..."}` series ending in +Inf, `_sum` and `_count`. Here, in
+// the local library, because every mode exports its stats with it; the
+// series of the Redis modes are added in src/shared (shared_metrics.cc).
 // The writer checks nothing about names: the callers pass constants.
-#ifndef TOKENLEASE_SRC_REDIS_PROMETHEUS_TEXT_H_
-#define TOKENLEASE_SRC_REDIS_PROMETHEUS_TEXT_H_
+#ifndef TOKENLEASE_SRC_CORE_PROMETHEUS_TEXT_H_
+#define TOKENLEASE_SRC_CORE_PROMETHEUS_TEXT_H_
 
 #include <cstdint>
-#include <initializer_list>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -19,7 +18,6 @@
 
 #include "absl/status/statusor.h"
 #include "tokenlease/metrics.h"
-#include "tokenlease/redis.h"
 
 namespace tokenlease::internal {
 
@@ -71,22 +69,12 @@ std::string EscapeLabelValue(std::string_view v);
 // back as the same double; "+Inf", "-Inf", "NaN".
 std::string FormatSampleValue(double v);
 
-// The series of a connection's counters, health and round-trip histogram
-// under `labels` (PrometheusWriter::Add with a connection).
-void AddConnectionSeries(MetricFamilies& f, const MetricLabels& labels,
-                         const RedisStats& s);
-
-// The series of `d` under `labels` plus source and result: every cell in
-// `always` (so that the series a mode produces exist from the start) and
-// every other cell that is not zero.
-struct DecisionSeries {
-  DecisionSource source;
-  bool admitted;
-};
-void AddDecisionSeries(MetricFamilies& f, const MetricLabels& labels,
-                       const DecisionCounts& d,
-                       std::initializer_list<DecisionSeries> always);
+// The series every mode has, under `labels`: decisions by source and
+// result (every cell of the sources `mode` produces, so that they exist
+// from the start, and every other cell that is not zero) and keys.
+void AddLimiterSeries(MetricFamilies& f, const MetricLabels& labels,
+                      const LimiterStats& s);
 
 }  // namespace tokenlease::internal
 
-#endif  // TOKENLEASE_SRC_REDIS_PROMETHEUS_TEXT_H_
+#endif  // TOKENLEASE_SRC_CORE_PROMETHEUS_TEXT_H_

@@ -1,4 +1,4 @@
-#include "core/local_share.h"
+#include "shared/local_share.h"
 
 #include <algorithm>
 

@@ -1,8 +1,8 @@
 // The local share of a shared limit (FailureMode::kFailLocal): what one of
 // several instances enforces alone while Redis cannot decide, in leased and
 // direct mode.
-#ifndef TOKENLEASE_SRC_CORE_LOCAL_SHARE_H_
-#define TOKENLEASE_SRC_CORE_LOCAL_SHARE_H_
+#ifndef TOKENLEASE_SRC_SHARED_LOCAL_SHARE_H_
+#define TOKENLEASE_SRC_SHARED_LOCAL_SHARE_H_
 
 #include <cstdint>
 
@@ -17,4 +17,4 @@ LimitSpec ShareOfLimit(const LimitSpec& spec, int32_t instances);
 
 }  // namespace tokenlease::internal
 
-#endif  // TOKENLEASE_SRC_CORE_LOCAL_SHARE_H_
+#endif  // TOKENLEASE_SRC_SHARED_LOCAL_SHARE_H_

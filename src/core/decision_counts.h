@@ -1,15 +1,16 @@
-// Per-thread decision counters of the leased limiters (LeaseStats::
-// decisions). Counting a decision on the lease path must not write a cache
-// line that other threads write: a shared counter would turn the decision's
-// one locked instruction into two, and make threads that decide on
-// different keys contend on it.
+// Per-thread decision counters of every limiter (LimiterStats::decisions).
+// Counting a decision must not write a cache line that other threads
+// write: on the lease path a shared counter would turn the decision's one
+// locked instruction into two, and in every mode it would make threads
+// that decide on different keys contend on it.
 //
 // So every thread has an array of counter cells, which only it writes (a
 // relaxed load and a relaxed store: one writer needs no locked
 // instruction), and each limiter owns the same range of kCountsPerLimiter
 // cells in every thread's array, from Acquire to Release. stats() sums the
 // limiter's range over every array. The inline part (the thread's array,
-// CountDecision) is in tokenlease/leased.h, where the decision path is.
+// CountDecision) is in tokenlease/internal/decision_counts.h, for the
+// inline decision path of tokenlease/leased.h.
 //
 // Arrays are never freed: a thread that exits leaves its array (and its
 // counts) to the next thread that starts counting, so there are as many
@@ -22,12 +23,12 @@
 // the free ranges and the sums: it is taken on a thread's first decision
 // for a limiter beyond its array, by stats(), and by limiters' creation
 // and destruction; never on a counted decision otherwise.
-#ifndef TOKENLEASE_SRC_LEASED_DECISION_COUNTS_H_
-#define TOKENLEASE_SRC_LEASED_DECISION_COUNTS_H_
+#ifndef TOKENLEASE_SRC_CORE_DECISION_COUNTS_H_
+#define TOKENLEASE_SRC_CORE_DECISION_COUNTS_H_
 
 #include <cstdint>
 
-#include "tokenlease/leased.h"
+#include "tokenlease/internal/decision_counts.h"
 #include "tokenlease/metrics.h"
 
 namespace tokenlease::internal {
@@ -41,6 +42,23 @@ void ReleaseDecisionCells(uint32_t base);
 // The sums of the range starting at `base` over every thread.
 DecisionCounts SumDecisionCells(uint32_t base);
 
+// A limiter's range of cells, from construction to destruction.
+class DecisionCounter {
+ public:
+  DecisionCounter() : base_(AcquireDecisionCells()) {}
+  ~DecisionCounter() { ReleaseDecisionCells(base_); }
+  DecisionCounter(const DecisionCounter&) = delete;
+  DecisionCounter& operator=(const DecisionCounter&) = delete;
+
+  // Counts `d` (any thread).
+  void Count(const Decision& d) const { CountDecision(base_, d); }
+  DecisionCounts Sum() const { return SumDecisionCells(base_); }
+  uint32_t base() const { return base_; }
+
+ private:
+  const uint32_t base_;
+};
+
 }  // namespace tokenlease::internal
 
-#endif  // TOKENLEASE_SRC_LEASED_DECISION_COUNTS_H_
+#endif  // TOKENLEASE_SRC_CORE_DECISION_COUNTS_H_

@@ -1,4 +1,4 @@
-#include "leased/decision_counts.h"
+#include "core/decision_counts.h"
 
 #include <algorithm>
 #include <atomic>

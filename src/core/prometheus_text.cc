@@ -1,4 +1,4 @@
-#include "redis/prometheus_text.h"
+#include "core/prometheus_text.h"
 
 #include <algorithm>
 #include <charconv>
@@ -40,6 +40,26 @@ PrometheusWriter& PrometheusWriter::operator=(PrometheusWriter&&) noexcept =
     default;
 
 std::string PrometheusWriter::Text() const { return families_->Text(); }
+
+absl::Status PrometheusWriter::Add(std::string_view limit,
+                                   const LimiterStats& stats) {
+  absl::StatusOr<internal::MetricLabels> labels = families_->ClaimLimit(limit);
+  if (!labels.ok()) return labels.status();
+  internal::AddLimiterSeries(*families_, *labels, stats);
+  return absl::OkStatus();
+}
+
+const char* LimiterModeName(LimiterMode m) {
+  switch (m) {
+    case LimiterMode::kLocal:
+      return "local";
+    case LimiterMode::kDirect:
+      return "direct";
+    case LimiterMode::kLeased:
+      return "leased";
+  }
+  return "unknown";
+}
 
 namespace internal {
 namespace {
@@ -221,79 +241,47 @@ std::string MetricFamilies::Text() const {
   return out;
 }
 
-void AddConnectionSeries(MetricFamilies& f, const MetricLabels& labels,
-                         const RedisStats& s) {
-  f.Counter("tokenlease_redis_commands_total",
-            "Commands written to Redis by the limiter's connection (resends "
-            "included).",
-            labels, s.commands_sent);
-  f.Counter("tokenlease_redis_replies_total",
-            "Replies received in time (error replies included).", labels,
-            s.replies);
-  f.Counter("tokenlease_redis_timeouts_total",
-            "Commands failed with DeadlineExceeded.", labels, s.timeouts);
-  f.Counter("tokenlease_redis_late_replies_total",
-            "Replies that came after their command timed out.", labels,
-            s.late_replies);
-  f.Counter("tokenlease_redis_connects_total",
-            "Connections whose login and PING were answered.", labels,
-            s.connects);
-  f.Counter("tokenlease_redis_connect_failures_total",
-            "Connect or login attempts that failed.", labels,
-            s.connect_failures);
-  f.Counter("tokenlease_redis_script_reloads_total",
-            "NOSCRIPT replies answered by resending the script as EVAL.",
-            labels, s.script_reloads);
-  f.Counter("tokenlease_redis_flushes_total",
-            "Pipelined writes (commands_total / flushes_total is the mean "
-            "pipeline depth).",
-            labels, s.flushes);
-  f.Counter("tokenlease_redis_resets_total",
-            "Connections reset because nothing answered for dead_after.",
-            labels, s.resets);
-  f.Counter("tokenlease_redis_data_losses_total",
-            "Times Redis was seen to have lost its tokenlease state.", labels,
-            s.data_losses);
-  static constexpr RedisHealth kStates[] = {
-      RedisHealth::kHealthy, RedisHealth::kDegraded, RedisHealth::kDown};
-  for (RedisHealth h : kStates) {
-    MetricLabels l = labels;
-    l.emplace_back("state", RedisHealthName(h));
-    f.Gauge("tokenlease_redis_health",
-            "1 for the connection's health state now, 0 for the others.", l,
-            int64_t{s.health == h ? 1 : 0});
+namespace {
+
+// Whether `mode` can produce decisions of `source` with result `admitted`:
+// those series are written from the start, even at zero.
+bool Produces(LimiterMode mode, DecisionSource source, bool admitted) {
+  using S = DecisionSource;
+  switch (source) {
+    case S::kLocal:
+      return mode == LimiterMode::kLocal;
+    case S::kLease:
+      return mode == LimiterMode::kLeased;
+    case S::kLocalCredit:
+      return mode == LimiterMode::kLeased && admitted;
+    case S::kDirect:
+      return mode == LimiterMode::kDirect;
+    case S::kFailOpen:
+      return mode != LimiterMode::kLocal && admitted;
+    case S::kFailClosed:
+      return mode != LimiterMode::kLocal && !admitted;
+    case S::kFallback:
+      return mode != LimiterMode::kLocal;
+    case S::kShadow:
+      return admitted;
+    case S::kInvalidArgument:
+      return !admitted;
+    case S::kKeyLimit:  // direct mode's share reports its own as kFallback
+      return mode != LimiterMode::kDirect && !admitted;
   }
-  const uint64_t into[] = {s.healthy, s.degraded, s.down};
-  for (size_t i = 0; i < 3; ++i) {
-    MetricLabels l = labels;
-    l.emplace_back("to", RedisHealthName(kStates[i]));
-    f.Counter("tokenlease_redis_health_transitions_total",
-              "Health transitions, by the state entered.", l, into[i]);
-  }
-  f.Histogram("tokenlease_redis_round_trip_seconds",
-              "Round trips from a command's write to its reply, on the "
-              "client thread.",
-              labels, s.round_trip);
-  if (s.state_since_us >= 0) {
-    f.Gauge("tokenlease_redis_state_since_timestamp_seconds",
-            "When this Redis's tokenlease state began (Unix time, Redis's "
-            "clock): the data-loss marker.",
-            labels, static_cast<double>(s.state_since_us) / 1e6);
-  }
+  return false;
 }
 
-void AddDecisionSeries(MetricFamilies& f, const MetricLabels& labels,
-                       const DecisionCounts& d,
-                       std::initializer_list<DecisionSeries> always) {
+}  // namespace
+
+void AddLimiterSeries(MetricFamilies& f, const MetricLabels& labels,
+                      const LimiterStats& s) {
   for (int admitted = 1; admitted >= 0; --admitted) {
-    for (int s = 0; s < kDecisionSources; ++s) {
-      const auto source = static_cast<DecisionSource>(s);
-      const uint64_t n = admitted ? d.admitted[s] : d.denied[s];
-      bool listed = false;
-      for (const DecisionSeries& a : always) {
-        listed |= a.source == source && a.admitted == (admitted != 0);
-      }
-      if (n == 0 && !listed) continue;
+    for (int i = 0; i < kDecisionSources; ++i) {
+      const auto source = static_cast<DecisionSource>(i);
+      const uint64_t n =
+          admitted ? s.decisions.admitted[i] : s.decisions.denied[i];
+      if (n == 0 && !Produces(s.mode, source, admitted != 0)) continue;
       MetricLabels l = labels;
       l.emplace_back("source", DecisionSourceName(source));
       l.emplace_back("result", admitted ? "admitted" : "denied");
@@ -303,6 +291,8 @@ void AddDecisionSeries(MetricFamilies& f, const MetricLabels& labels,
                 l, n);
     }
   }
+  f.Gauge("tokenlease_keys", "Keys in memory.", labels,
+          static_cast<int64_t>(s.keys));
 }
 
 }  // namespace internal

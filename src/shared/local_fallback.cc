@@ -1,9 +1,9 @@
-#include "core/local_fallback.h"
+#include "shared/local_fallback.h"
 
 #include <utility>
 
 #include "base/epoch.h"
-#include "core/local_share.h"
+#include "shared/local_share.h"
 
 namespace tokenlease::internal {
 namespace {
@@ -17,37 +17,35 @@ std::unique_ptr<Limiter> NewEngine(const LimitSpec& spec,
   return l.ok() ? *std::move(l) : nullptr;
 }
 
+LimiterOptions EngineOptions(LimiterOptions options) {
+  options.shadow = false;  // the shared limit applies it to every source
+  return options;
+}
+
 }  // namespace
 
 LocalFallback::LocalFallback(const LimitSpec& spec,
                              const LimiterOptions& options, int32_t instances)
-    : spec_(spec),
-      options_(options),
+    : options_(EngineOptions(options)),
       current_(nullptr),
       instances_(instances),
-      owned_(NewEngine(spec, options, instances)) {
+      spec_(spec),
+      owned_(NewEngine(spec, options_, instances)) {
   current_.store(owned_.get(), std::memory_order_release);
 }
 
 LocalFallback::~LocalFallback() = default;
 
-Decision LocalFallback::TryAcquire(std::string_view key, int64_t cost,
-                                   int64_t now_ns) {
-  // The engine is not freed before this section ends (SetInstances).
-  EpochGuard guard;
-  Limiter* engine = current_.load(std::memory_order_acquire);
-  if (engine == nullptr) [[unlikely]] {  // Create checked it; defensive
-    Decision d;
-    d.retry_after_ns = kNever;
-    return d;
-  }
-  return engine->TryAcquire(key, cost, now_ns);
+Limiter* LocalFallback::Current() const {
+  // acquire: pairs with the release store of a new engine.
+  return current_.load(std::memory_order_acquire);
 }
 
 Decision LocalFallback::TryAcquire(std::string_view key, int64_t cost) {
-  EpochGuard guard;  // as above
-  Limiter* engine = current_.load(std::memory_order_acquire);
-  if (engine == nullptr) [[unlikely]] {
+  // The engine is not freed before this section ends (SetInstances).
+  EpochGuard guard;
+  Limiter* engine = Current();
+  if (engine == nullptr) [[unlikely]] {  // Create checked it; defensive
     Decision d;
     d.retry_after_ns = kNever;
     return d;
@@ -55,18 +53,26 @@ Decision LocalFallback::TryAcquire(std::string_view key, int64_t cost) {
   return engine->TryAcquire(key, cost);
 }
 
-absl::StatusOr<Reservation> LocalFallback::Reserve(std::string_view key,
-                                                   int64_t cost,
-                                                   absl::Duration max_wait) {
+Reservation LocalFallback::Reserve(std::string_view key, int64_t cost,
+                                   absl::Duration max_wait) {
   EpochGuard guard;  // as above
-  Limiter* engine = current_.load(std::memory_order_acquire);
+  Limiter* engine = Current();
   if (engine == nullptr) [[unlikely]] {
-    return absl::InternalError("no local engine (its spec was refused)");
+    Reservation r;
+    r.decision.retry_after_ns = kNever;
+    return r;
   }
   return engine->Reserve(key, cost, max_wait);
 }
 
+int64_t LocalFallback::keys() const {
+  EpochGuard guard;  // as above
+  Limiter* engine = Current();
+  return engine == nullptr ? 0 : engine->key_count();
+}
+
 void LocalFallback::SetInstances(int32_t instances) {
+  std::lock_guard<std::mutex> lock(mu_);
   if (!retired_.empty()) {
     // A decision that loaded a replaced engine holds an epoch guard that
     // began before the replacement's epoch; after the grace period none
@@ -81,9 +87,18 @@ void LocalFallback::SetInstances(int32_t instances) {
   if (next == nullptr) return;  // not a valid share: keep the current one
   // release: the engine is built before a decision can load it.
   current_.store(next.get(), std::memory_order_release);
+  // relaxed: statistics (instances()).
   instances_.store(instances, std::memory_order_relaxed);
   retired_.emplace_back(EpochNow(), std::move(owned_));
   owned_ = std::move(next);
+}
+
+absl::Status LocalFallback::UpdateSpec(const LimitSpec& spec) {
+  std::lock_guard<std::mutex> lock(mu_);
+  spec_ = spec;
+  if (owned_ == nullptr) return absl::OkStatus();
+  return owned_->UpdateSpec(
+      ShareOfLimit(spec, instances_.load(std::memory_order_relaxed)));
 }
 
 }  // namespace tokenlease::internal
