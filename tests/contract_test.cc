@@ -175,7 +175,9 @@ TEST(ContractTest, LocalShadowModeAdmitsDenialsAndCountsThem) {
   EXPECT_EQ(r.wait_ns, 0);
   const LimiterStats s = limiter->stats();
   EXPECT_EQ(s.decisions.Admitted(DecisionSource::kShadow), 3u);
-  EXPECT_EQ(s.decisions.Admitted(DecisionSource::kLocal), 2u);
+  // The two requests the bucket held, and the cost-0 look (admitted).
+  EXPECT_EQ(s.decisions.Admitted(DecisionSource::kLocal), 3u);
+  EXPECT_EQ(s.decisions.Denied(DecisionSource::kInvalidArgument), 1u);
 }
 
 TEST(ContractTest, LocalReserveDeniesBadInputAsADecision) {

@@ -68,6 +68,7 @@ void Reconciler::Wake() {
 }
 
 void Reconciler::Run() {
+  // Real time: the tick only paces wake-ups; each step decides on clock_.
   const auto tick = std::chrono::nanoseconds(tick_ns_);
   for (;;) {
     {
@@ -85,6 +86,7 @@ void Reconciler::Run() {
 
 absl::Status Reconciler::ReturnAll(absl::Duration timeout) {
   // Clamped: steady_clock::now() + an infinite duration would overflow.
+  // Real time: a bound on the caller's wait, not a reconciler decision.
   timeout = std::clamp(timeout, absl::ZeroDuration(), absl::Hours(24));
   const auto deadline =
       std::chrono::steady_clock::now() + absl::ToChronoNanoseconds(timeout);
@@ -116,6 +118,7 @@ absl::Status Reconciler::ReturnAll(absl::Duration timeout) {
 }
 
 absl::Status Reconciler::Sync(absl::Duration timeout) {
+  // Real time, as ReturnAll's: a bound on the caller's wait.
   timeout = std::clamp(timeout, absl::ZeroDuration(), absl::Hours(24));
   const auto deadline =
       std::chrono::steady_clock::now() + absl::ToChronoNanoseconds(timeout);
@@ -159,14 +162,9 @@ void Reconciler::Step() {
     force = return_all_ || return_all_waiters_ > 0 || flush_waiters_ > 0 ||
             std::exchange(flush_, false);
   }
-  // The window and the charge delay are transport pacing, on the real clock
-  // (the book's clock may be a test's manual one).
-  const int64_t steady_now =
-      std::chrono::duration_cast<std::chrono::nanoseconds>(
-          std::chrono::steady_clock::now().time_since_epoch())
-          .count();
+  // Pacing decides what to send: on clock_, as the book (tests control it).
   book_->RetryCharges(now, &calls);
-  TakeCharges(steady_now, force, &calls);
+  TakeCharges(now, force, &calls);
   // relaxed: a hint that a charge request was dropped (queue full); the
   // sweep finds every key with uncharged admissions.
   if (charge_sweep_.exchange(false, std::memory_order_relaxed)) {
@@ -205,7 +203,7 @@ void Reconciler::Step() {
   book_->DrainGraveyard(&calls);
   registry_->FreeRetiredTables();  // left by inserts on deciding threads
   Enqueue(std::move(calls));
-  Dispatch(steady_now, force);
+  Dispatch(now, force);
   // Everything submitted in this step leaves in one pipelined write.
   transport_->Flush();
   // Upkeep off the decision path, after the calls have left: spare entry
@@ -248,15 +246,23 @@ int64_t Reconciler::ApplyReplies(int64_t now, LeaseCalls* out) {
   return static_cast<int64_t>(items.size());
 }
 
-void Reconciler::TakeCharges(int64_t steady_now_ns, bool force,
-                             LeaseCalls* out) {
+void Reconciler::TakeCharges(int64_t now_ns, bool force, LeaseCalls* out) {
+  // The clock stepped back (it need not be monotonic): no time has passed,
+  // so no key waits longer than charge_delay from now. min() with one
+  // bound keeps charge_wait_ sorted, and the back is its latest.
+  if (!charge_wait_.empty() &&
+      charge_wait_.back().ready_ns > now_ns + charge_delay_ns_) {
+    for (ChargeWait& w : charge_wait_) {
+      w.ready_ns = std::min(w.ready_ns, now_ns + charge_delay_ns_);
+    }
+  }
   // A key stays queued (kChargeQueued) for charge_delay, so that what it
   // admits meanwhile joins the same charge.
   while (LeaseEntry* e = charges_.TryPop()) {
-    charge_wait_.push_back({e, steady_now_ns + charge_delay_ns_});
+    charge_wait_.push_back({e, now_ns + charge_delay_ns_});
   }
   while (!charge_wait_.empty() &&
-         (force || charge_wait_.front().ready_ns <= steady_now_ns)) {
+         (force || charge_wait_.front().ready_ns <= now_ns)) {
     book_->ChargeQueued(charge_wait_.front().entry, out);
     charge_wait_.pop_front();
   }
@@ -278,13 +284,16 @@ void Reconciler::Enqueue(LeaseCalls calls) {
   }
 }
 
-void Reconciler::Dispatch(int64_t steady_now_ns, bool force) {
+void Reconciler::Dispatch(int64_t now_ns, bool force) {
+  // The clock stepped back: no time has passed since the last partial batch
+  // (the window counts from now, not from a time still ahead).
+  last_partial_ns_ = std::min(last_partial_ns_, now_ns);
   // A partial batch leaves when something waits for it (an urgent lease,
   // ReturnAll, Sync), or when no partial batch left in the last window: a
   // lone request leaves at this step, a stream fills batches, at most one
   // partial batch per window. Full batches always leave.
-  bool partial_ok = force || urgent_queued_ ||
-                    steady_now_ns - last_partial_ns_ >= batch_window_ns_;
+  bool partial_ok =
+      force || urgent_queued_ || now_ns - last_partial_ns_ >= batch_window_ns_;
   while (Queued() > 0 && calls_in_flight_ < kMaxCallsInFlight) {
     const size_t room =
         static_cast<size_t>(kMaxCallsInFlight - calls_in_flight_);
@@ -293,7 +302,7 @@ void Reconciler::Dispatch(int64_t steady_now_ns, bool force) {
     if (n < static_cast<size_t>(kMaxBatchItems) && !partial_ok) break;
     const size_t sent = SubmitBatch(n);
     if (sent < static_cast<size_t>(kMaxBatchItems)) {
-      last_partial_ns_ = steady_now_ns;
+      last_partial_ns_ = now_ns;
       partial_ok = force || urgent_queued_;
     }
   }

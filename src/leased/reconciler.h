@@ -41,7 +41,10 @@ class Reconciler {
   static constexpr int64_t kMaxCallsInFlight = 256;
 
   // `book`, `registry`, `transport` and `clock` must outlive the
-  // reconciler. `registry` is reclaimed only from this thread
+  // reconciler. `clock` times every decision of a step (expiries, cached
+  // refusals, the batch window, the charge delay, eviction); real time only
+  // paces the thread's wake-ups and bounds ReturnAll's and Sync's waits.
+  // `registry` is reclaimed only from this thread
   // (Growth::kRefusesWhenFull).
   // `key_prefix` gives the hash slots of keys (options.
   // group_batches_by_slot).
@@ -170,14 +173,14 @@ class Reconciler {
   // only once the follow-ups are counted: see Step).
   int64_t ApplyReplies(int64_t now, LeaseCalls* out);
   // Moves the charge queue's keys to charge_wait_, and charges those that
-  // waited charge_delay (all of them if `force`).
-  void TakeCharges(int64_t steady_now_ns, bool force, LeaseCalls* out);
+  // waited charge_delay on clock_ (all of them if `force`).
+  void TakeCharges(int64_t now_ns, bool force, LeaseCalls* out);
   // Queues the step's new calls behind the older ones.
   void Enqueue(LeaseCalls calls);
-  // Sends queued calls as batch calls (see LeaseOptions::batch_window)
-  // while fewer than kMaxCallsInFlight are in flight; `force` sends partial
-  // batches at once.
-  void Dispatch(int64_t steady_now_ns, bool force);
+  // Sends queued calls as batch calls (see LeaseOptions::batch_window, on
+  // clock_) while fewer than kMaxCallsInFlight are in flight; `force` sends
+  // partial batches at once.
+  void Dispatch(int64_t now_ns, bool force);
   // Sends the first `n` queued calls (or, grouping by slot, up to `n` of
   // the oldest call's hash slot) as one batch call; returns how many.
   size_t SubmitBatch(size_t n);
@@ -229,15 +232,15 @@ class Reconciler {
   std::deque<LeaseEntry*> deferred_;
   struct ChargeWait {
     LeaseEntry* entry;  // still flagged kChargeQueued
-    int64_t ready_ns;   // steady clock
+    int64_t ready_ns;   // clock_
   };
   std::deque<ChargeWait> charge_wait_;
   std::deque<LeaseCall> queued_;          // leases and returns
   std::deque<LeaseCall> queued_charges_;  // sent after queued_
   size_t Queued() const { return queued_.size() + queued_charges_.size(); }
   bool urgent_queued_ = false;               // an urgent call waits in queued_
-  int64_t last_partial_ns_ = INT64_MIN / 2;  // steady clock: the last
-                                             // partial batch left
+  int64_t last_partial_ns_ = INT64_MIN / 2;  // clock_: the last partial
+                                             // batch left
   int64_t calls_in_flight_ = 0;
   int64_t next_evict_ns_ = 0;
 

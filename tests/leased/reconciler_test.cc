@@ -4,7 +4,10 @@
 // the batch window (and the urgent leases that skip it), the charge delay,
 // and hash-slot grouping.
 // The transport's Flush ends every step, which gives the tests their
-// synchronisation points.
+// synchronisation points. Time is the fixture's ManualClock, which the
+// reconciler's pacing reads: a batch window or a charge delay passes only
+// when a test advances it, so every check about them is exact (no test
+// depends on how fast the machine runs).
 #include "leased/reconciler.h"
 
 #include <gtest/gtest.h>
@@ -26,12 +29,14 @@
 #include "leased/lease_transport.h"
 #include "redis/scripts.h"
 #include "testing/replies.h"
+#include "testing/wait.h"
 #include "tokenlease/clock.h"
 
 namespace tokenlease::internal {
 namespace {
 
-constexpr absl::Duration kBound = absl::Seconds(20);
+// Every wait for the reconciler's thread ends by then (real time).
+constexpr absl::Duration kBound = ::tokenlease::testing::kWaitBound;
 
 // A grant of `granted` (Redis time 2026-01-01).
 RedisReply AcquireReply(int64_t granted, int64_t remaining) {
@@ -309,12 +314,14 @@ TEST_F(ReconcilerTest, SyncReturnsOnlyOnceTheAnswersAreApplied) {
   Answer(other);
 }
 
-// Charges without a delay, and a batch window far longer than the test.
+// Charges without a delay, and a batch window far longer than any real
+// wait of a test (kBound): only advancing the manual clock ends it.
 class WindowedReconcilerTest : public ReconcilerTest {
  public:
+  static constexpr absl::Duration kWindow = absl::Hours(1);
   static LeaseOptions WindowOptions() {
     LeaseOptions o = Options();
-    o.batch_window = absl::Seconds(5);
+    o.batch_window = kWindow;
     o.charge_delay = absl::ZeroDuration();
     return o;
   }
@@ -344,41 +351,78 @@ TEST_F(WindowedReconcilerTest,
   EXPECT_EQ(book_.stats().tokens_charged, 6u);
 }
 
+// The window is measured on the reconciler's clock: a partial batch waits
+// until exactly batch_window after the last one left, not a nanosecond
+// less, and then leaves without any waiter.
+TEST_F(WindowedReconcilerTest, APartialBatchLeavesWhenTheWindowEndsOnTheClock) {
+  Charge("a", 1);
+  std::vector<FakeTransport::Call> first = transport_.Take(1);  // at the start
+  Charge("b", 2);
+  Charge("c", 3);
+  clock_.Advance(kWindow - absl::Nanoseconds(1));
+  // Two steps: the second started after the advance (and after the
+  // charges were queued).
+  transport_.AwaitSteps(2);
+  EXPECT_EQ(transport_.batches(), 1u) << "b and c left before the window";
+  clock_.Advance(absl::Nanoseconds(1));
+  std::vector<FakeTransport::Call> rest = transport_.Take(2);
+  ASSERT_EQ(rest.size(), 2u) << "the window ended and b and c did not leave";
+  EXPECT_EQ(transport_.batches(), 2u);
+  EXPECT_EQ(transport_.batch_names()[1], (std::vector<std::string>{"b", "c"}));
+  Answer(first);
+  Answer(rest);
+  EXPECT_TRUE(reconciler_.Sync(kBound).ok());
+  EXPECT_EQ(book_.stats().tokens_charged, 6u);
+}
+
+// A clock that steps back (a wall clock may) holds a partial batch for one
+// window from the step, not until the clock is back where it was.
+TEST_F(WindowedReconcilerTest, AClockSteppingBackHoldsABatchOneWindowAtMost) {
+  Charge("a", 1);
+  std::vector<FakeTransport::Call> first = transport_.Take(1);
+  clock_.Advance(-absl::Hours(24));
+  Charge("b", 2);
+  transport_.AwaitSteps(2);
+  EXPECT_EQ(transport_.batches(), 1u) << "no time has passed: b must wait";
+  clock_.Advance(kWindow);  // still 23 hours before the first batch left
+  std::vector<FakeTransport::Call> rest = transport_.Take(1);
+  ASSERT_EQ(rest.size(), 1u) << "b waited for the clock to come back";
+  EXPECT_EQ(rest[0].amount, 2);
+  Answer(first);
+  Answer(rest);
+  EXPECT_TRUE(reconciler_.Sync(kBound).ok());
+}
+
 // A lease a decision is denied for (no balance, no local credit) is urgent:
 // it leaves at the next step, and takes the partial batch with it; a lease
-// of a key that can still decide waits for the window.
+// of a key that can still decide waits for the window. The clock never
+// moves here, so the window never ends: whatever leaves after the first
+// call left because it was urgent.
 TEST_F(WindowedReconcilerTest, AnUrgentLeaseLeavesWithoutWaitingForTheWindow) {
-  const auto start = std::chrono::steady_clock::now();
   Charge("a", 1);
   std::vector<FakeTransport::Call> first = transport_.Take(1);
   LeaseEntry* rich = registry_.With("rich", 0, [](LeaseEntry* x) { return x; });
   rich->balance.store(5);  // decides from its balance: not urgent
   reconciler_.RequestRefill(rich);
   transport_.AwaitSteps(5);
-  // The window is 5 s: only a step that came that late could have sent it.
-  if (std::chrono::steady_clock::now() - start < std::chrono::seconds(4)) {
-    EXPECT_EQ(transport_.batches(), 1u) << "a lease not needed yet left early";
-  }
-  const auto asked = std::chrono::steady_clock::now();
+  EXPECT_EQ(transport_.batches(), 1u) << "a lease not needed yet left early";
   Ask("poor");  // balance 0, credit 0: its next decision is denied
   std::vector<FakeTransport::Call> urgent = transport_.Take(2);
-  EXPECT_LT(std::chrono::steady_clock::now() - asked, std::chrono::seconds(4))
-      << "the urgent lease waited for the window";
-  if (std::chrono::steady_clock::now() - start < std::chrono::seconds(4)) {
-    EXPECT_EQ(transport_.batches(), 2u);
-    ASSERT_EQ(transport_.batch_names().size(), 2u);
-    EXPECT_EQ(transport_.batch_names()[1],
-              (std::vector<std::string>{"rich", "poor"}));
-  }
+  ASSERT_EQ(urgent.size(), 2u) << "the urgent lease waited for the window";
+  EXPECT_EQ(transport_.batches(), 2u);
+  ASSERT_EQ(transport_.batch_names().size(), 2u);
+  EXPECT_EQ(transport_.batch_names()[1],
+            (std::vector<std::string>{"rich", "poor"}));
   Answer(first);
   Answer(urgent);
   EXPECT_TRUE(reconciler_.Sync(kBound).ok());
 }
 
-// Charges after a delay longer than the test's steps.
+// Charges after a delay far longer than any real wait of a test: only
+// advancing the manual clock ends it.
 class DelayedChargeReconcilerTest : public ReconcilerTest {
  public:
-  static constexpr absl::Duration kDelay = absl::Milliseconds(300);
+  static constexpr absl::Duration kDelay = absl::Minutes(10);
   static LeaseOptions DelayOptions() {
     LeaseOptions o = Options();
     o.charge_delay = kDelay;
@@ -389,29 +433,41 @@ class DelayedChargeReconcilerTest : public ReconcilerTest {
   DelayedChargeReconcilerTest() : ReconcilerTest(DelayOptions()) {}
 };
 
-// A key is charged charge_delay after its first uncharged admission (never
-// sooner), and what it admits meanwhile joins that one charge.
+// A key is charged charge_delay after its first uncharged admission (not a
+// nanosecond sooner), and what it admits meanwhile joins that one charge.
 TEST_F(DelayedChargeReconcilerTest, AdmissionsWithinTheDelayJoinOneCharge) {
-  const auto start = std::chrono::steady_clock::now();
   Charge("a", 1);
-  Charge("a", 2);  // the key is already queued: no second charge
-  const auto second = std::chrono::steady_clock::now();
+  // Two steps: the second started after the request, so the key waits
+  // from the clock's start.
+  transport_.AwaitSteps(2);
+  Charge("a", 2);  // the key is still queued: no second charge
+  clock_.Advance(kDelay - absl::Nanoseconds(1));
+  transport_.AwaitSteps(2);  // the second step saw the advanced clock
+  EXPECT_EQ(transport_.submitted(), 0u) << "charged before the delay";
+  clock_.Advance(absl::Nanoseconds(1));
   std::vector<FakeTransport::Call> calls = transport_.Take(1);
-  EXPECT_GE(std::chrono::steady_clock::now() - start,
-            absl::ToChronoNanoseconds(kDelay))
-      << "charged before the delay";
-  ASSERT_EQ(calls.size(), 1u);
-  // Both admissions came before the delay ran out (unless this thread was
-  // descheduled for that long in between): one charge of 3.
-  if (second - start < absl::ToChronoNanoseconds(kDelay)) {
-    EXPECT_EQ(calls[0].amount, 3);
-  }
+  ASSERT_EQ(calls.size(), 1u) << "not charged when the delay ran out";
+  EXPECT_EQ(calls[0].amount, 3);  // both admissions, one charge
   Answer(calls);
   EXPECT_TRUE(reconciler_.Sync(kBound).ok());
   EXPECT_EQ(book_.stats().tokens_charged, 3u);
-  if (second - start < absl::ToChronoNanoseconds(kDelay)) {
-    EXPECT_EQ(transport_.submitted(), 1u);
-  }
+  EXPECT_EQ(transport_.submitted(), 1u);
+}
+
+// A clock that steps back delays a waiting charge by charge_delay from the
+// step at most, not until the clock is back where it was.
+TEST_F(DelayedChargeReconcilerTest, AClockSteppingBackDelaysAChargeOnceAtMost) {
+  Charge("a", 1);
+  transport_.AwaitSteps(2);  // waits from the start: due at start + kDelay
+  clock_.Advance(-absl::Hours(24));
+  transport_.AwaitSteps(2);
+  EXPECT_EQ(transport_.submitted(), 0u) << "no time has passed: not due";
+  clock_.Advance(kDelay);  // still 24 hours before the first due time
+  std::vector<FakeTransport::Call> calls = transport_.Take(1);
+  ASSERT_EQ(calls.size(), 1u) << "the charge waited for the clock to return";
+  EXPECT_EQ(calls[0].amount, 1);
+  Answer(calls);
+  EXPECT_TRUE(reconciler_.Sync(kBound).ok());
 }
 
 class SlotReconcilerTest : public ReconcilerTest {
