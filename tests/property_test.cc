@@ -550,14 +550,21 @@ TEST(PropertyReplayTest, GcraRetryAfterLargeClockStepBack) {
   EXPECT_EQ(d[1].reset_after_ns, 11 * kSecond);
 }
 
+// A sliding log of 13 per second kept in `max_log_entries` entries, on
+// `clock`: the bounded logs of the two tests below.
+std::unique_ptr<Limiter> BoundedLog13(int32_t max_log_entries,
+                                      ManualClock* clock) {
+  LimitSpec spec = LimitSpec::SlidingWindowLog(13, absl::Seconds(1));
+  spec.bands[0].max_log_entries = max_log_entries;
+  return NewLimiter(spec, clock);
+}
+
 // A bounded log (limit 13 > max_log_entries 4) books a grant at the end of
 // its quantum (250 ms), so the log is back to empty one period after that,
 // not one period after the call.
 TEST(PropertyReplayTest, BoundedLogResetIncludesQuantumRounding) {
-  LimitSpec spec = LimitSpec::SlidingWindowLog(13, absl::Seconds(1));
-  spec.bands[0].max_log_entries = 4;
   ManualClock clock;
-  std::unique_ptr<Limiter> limiter = NewLimiter(spec, &clock);
+  std::unique_ptr<Limiter> limiter = BoundedLog13(4, &clock);
   ASSERT_NE(limiter, nullptr);
   const Decision d = limiter->TryAcquire(kKey, 13, kEpoch2026 + 100 * kMs);
   EXPECT_TRUE(d.allowed);
@@ -574,19 +581,16 @@ TEST(PropertyReplayTest, BoundedLogResetIncludesQuantumRounding) {
 // next and its tokens count longer: 10 tokens granted at 0.1 s still count
 // at 1.7 s (exact: until 1.1 s; promised bound: 1.6 s).
 TEST(PropertyReplayTest, BoundedLogAtMostOneQuantumStricter) {
-  LimitSpec spec = LimitSpec::SlidingWindowLog(13, absl::Seconds(1));
-  spec.bands[0].max_log_entries = 2;
   ManualClock clock;
-  std::unique_ptr<Limiter> limiter = NewLimiter(spec, &clock);
+  std::unique_ptr<Limiter> limiter = BoundedLog13(2, &clock);
   ASSERT_NE(limiter, nullptr);
   EXPECT_TRUE(limiter->TryAcquire(kKey, 10, kEpoch2026 + 100 * kMs).allowed);
   EXPECT_TRUE(limiter->TryAcquire(kKey, 1, kEpoch2026 + 600 * kMs).allowed);
   EXPECT_TRUE(limiter->TryAcquire(kKey, 1, kEpoch2026 + 1100 * kMs).allowed);
   // An exact log with period 1 s + 500 ms holds only the grants of 0.6 s
   // and 1.1 s at 1.7 s: 2 + 11 <= 13.
-  LimitSpec slack = spec;
-  slack.bands[0].period = absl::Milliseconds(1500);
-  ReferenceLimiter bound(slack);
+  ReferenceLimiter bound(
+      LimitSpec::SlidingWindowLog(13, absl::Milliseconds(1500)));
   bound.Record(kEpoch2026 + 100 * kMs, 10);
   bound.Record(kEpoch2026 + 600 * kMs, 1);
   bound.Record(kEpoch2026 + 1100 * kMs, 1);

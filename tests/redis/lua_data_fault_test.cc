@@ -29,10 +29,8 @@ using internal::RedisReply;
 using internal::ReleaseArgs;
 using testing::At;
 using testing::KeyState;
+using testing::kT0;
 using testing::LeaseAt;
-
-// 2026-01-01T00:00:00Z in us.
-constexpr int64_t kT0 = int64_t{1767225600} * 1000000;
 
 // The scripts on keys under "f:".
 class LuaDataFaultTest : public testing::ScriptTest {

@@ -27,10 +27,10 @@ using internal::ReleaseArgs;
 using testing::At;
 using testing::CountIn;
 using testing::DailyAndWeeklyQuota;
+using testing::kSec;
+using testing::kT0;
 using testing::LeaseAt;
 using testing::MaxInAnySpan;
-
-constexpr int64_t kT0 = int64_t{1767225600} * 1000000;
 
 // The scripts on keys under "t:" (tests are isolated by the FLUSHALL
 // before each).
@@ -250,7 +250,6 @@ TEST_F(LuaScriptTest, ValidateScriptSpecNamesTheField) {
 // script on a real redis-server, with explicit times (tests/scenario_test.cc
 // replays the same ones on the local engine; the counts are the same).
 
-constexpr int64_t kSec = 1000000;  // us
 constexpr int64_t kHourUs = 3600 * kSec;
 constexpr int64_t kDayUs = 24 * kHourUs;
 

@@ -22,9 +22,8 @@ namespace {
 
 using internal::RedisReply;
 using ::testing::HasSubstr;
-
-constexpr int64_t kT0 = int64_t{1767225600} * 1000000;  // 2026-01-01Z
-constexpr int64_t kSec = 1000000;
+using testing::kSec;
+using testing::kT0;
 
 class LuaSinceTest : public testing::ScriptTest {
  protected:

@@ -22,10 +22,9 @@ namespace {
 
 using internal::RedisReply;
 using ::testing::HasSubstr;
+using testing::kSec;
+using testing::kT0;
 using ::testing::StartsWith;
-
-constexpr int64_t kT0 = int64_t{1767225600} * 1000000;  // 2026-01-01Z
-constexpr int64_t kSec = 1000000;
 
 class LuaSpecStampTest : public testing::ScriptTest {
  protected:

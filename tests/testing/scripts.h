@@ -18,6 +18,11 @@
 
 namespace tokenlease::testing {
 
+// Times as the scripts take them, in microseconds: 2026-01-01T00:00:00Z
+// (where the Lua tests' clocks start) and one second.
+inline constexpr int64_t kT0 = int64_t{1767225600} * 1000000;
+inline constexpr int64_t kSec = 1000000;
+
 // Acquire arguments at `now_us` (-1: the server's TIME).
 internal::AcquireArgs At(int64_t now_us, int64_t wanted, int64_t minimum,
                          int64_t max_wait_us = 0);
