@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "redis/instance_census.h"
 #include "testing/redis_test.h"
+#include "testing/scripts.h"
 #include "tokenlease_lua/scripts.h"
 
 namespace tokenlease {
@@ -17,9 +18,8 @@ namespace {
 
 using internal::RedisReply;
 using ::testing::HasSubstr;
+using testing::kT0;
 using ::testing::StartsWith;
-
-constexpr int64_t kT0 = 1767225600000000;  // 2026-01-01T00:00:00Z, in us
 
 class LuaAnnounceTest : public testing::RedisTest {
  protected:

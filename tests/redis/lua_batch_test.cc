@@ -33,12 +33,10 @@ using internal::BatchItem;
 using internal::BatchItemResult;
 using internal::RedisReply;
 using internal::ReleaseArgs;
-using testing::KeyState;
 using Op = internal::BatchItem::Op;
 using Results = std::vector<absl::StatusOr<BatchItemResult>>;
-
-// 2026-01-01T00:00:00Z in us.
-constexpr int64_t kT0 = int64_t{1767225600} * 1000000;
+using testing::KeyState;
+using testing::kT0;
 
 BatchItem Acquire(std::string name, int64_t wanted, int64_t minimum,
                   int64_t max_wait_us = 0) {

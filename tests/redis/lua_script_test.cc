@@ -27,31 +27,16 @@ using internal::ReleaseArgs;
 using testing::At;
 using testing::CountIn;
 using testing::DailyAndWeeklyQuota;
+using testing::kSec;
+using testing::kT0;
 using testing::LeaseAt;
 using testing::MaxInAnySpan;
 
-constexpr int64_t kT0 = int64_t{1767225600} * 1000000;
-
-class LuaScriptTest : public testing::RedisTest {
+// The scripts on keys under "t:" (tests are isolated by the FLUSHALL
+// before each).
+class LuaScriptTest : public testing::ScriptTest {
  protected:
-  RedisReply Run(const std::vector<std::string>& cmd) {
-    return client().Run(cmd);
-  }
-  RedisReply Eval(std::string_view script,
-                  const std::vector<std::string>& args) {
-    return client().Eval(script, args);
-  }
-  // The scripts on key `name` under the prefix "t:" (tests are isolated by
-  // the FLUSHALL before each).
-  internal::AcquireResult Acquire(const LimitSpec& spec,
-                                  const std::string& name,
-                                  const AcquireArgs& a) {
-    return testing::ScriptAcquire(client(), spec, "t:", name, a);
-  }
-  int64_t Release(const LimitSpec& spec, const std::string& name,
-                  const ReleaseArgs& a) {
-    return testing::ScriptRelease(client(), spec, "t:", name, a);
-  }
+  LuaScriptTest() : ScriptTest("t:") {}
   // One token: denied 1 us before `t`, granted at `t`; the grant.
   internal::AcquireResult OpensAt(const LimitSpec& spec,
                                   const std::string& name, int64_t t) {
@@ -265,7 +250,6 @@ TEST_F(LuaScriptTest, ValidateScriptSpecNamesTheField) {
 // script on a real redis-server, with explicit times (tests/scenario_test.cc
 // replays the same ones on the local engine; the counts are the same).
 
-constexpr int64_t kSec = 1000000;  // us
 constexpr int64_t kHourUs = 3600 * kSec;
 constexpr int64_t kDayUs = 24 * kHourUs;
 

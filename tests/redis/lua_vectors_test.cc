@@ -21,9 +21,7 @@ namespace {
 using internal::AcquireResult;
 using testing::Composite;
 using testing::DailyAndWeeklyQuota;
-
-// 2026-01-01T00:00:00Z in us.
-constexpr int64_t kT0 = int64_t{1767225600} * 1000000;
+using testing::kT0;
 
 int64_t CeilUs(int64_t ns) { return ns < 0 ? ns : (ns + 999) / 1000; }
 
