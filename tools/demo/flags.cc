@@ -294,8 +294,7 @@ const std::vector<Flag>& Flags() {
              InOrder<OutageKind>({"stop", "kill"})),
       Field("live", &O::live),
       Field("instance", &O::instance, /*internal=*/true),
-      Field("ctl_fd", &O::ctl_fd, /*internal=*/true),
-      Field("data_fd", &O::data_fd, /*internal=*/true),
+      Field("fd", &O::fd, /*internal=*/true),
       Field("prefix", &O::prefix, /*internal=*/true),
   };
   return *flags;

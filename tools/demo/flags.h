@@ -103,10 +103,9 @@ struct DemoOptions {
   double outage_seconds = 0;  // 0: chosen
   OutageKind outage_kind = OutageKind::kStop;
   // Internal flags, set by the parent on an instance process: its index,
-  // its ends of the two pipes and the run's Redis key prefix.
+  // its end of the socket to the parent, and the run's Redis key prefix.
   int instance = -1;
-  int ctl_fd = -1;
-  int data_fd = -1;
+  int fd = -1;
   std::string prefix;
 
   int FallbackInstances() const {

@@ -179,12 +179,11 @@ TEST(FlagsTest, HelpListsEveryFlagWithItsDefault) {
   EXPECT_THAT(usage, HasSubstr("\n  --seconds (default: 20)\n"));
   EXPECT_THAT(usage, HasSubstr("\n  --url (default: \"\")\n"));
   EXPECT_THAT(usage, HasSubstr("\n  --failure_mode (default: fail_local)\n"));
-  EXPECT_THAT(usage, Not(HasSubstr("--ctl_fd")));  // internal
+  EXPECT_THAT(usage, Not(HasSubstr("--fd")));  // internal
   // Every flag passed on to the instances has its help and default.
   for (const std::string& arg : FlagArgs(DemoOptions())) {
     const std::string name = arg.substr(0, arg.find('='));
-    if (name == "--instance" || name == "--ctl_fd" || name == "--data_fd" ||
-        name == "--prefix") {
+    if (name == "--instance" || name == "--fd" || name == "--prefix") {
       continue;
     }
     EXPECT_THAT(usage, HasSubstr(absl::StrCat("\n  ", name, " (default: ")));
@@ -217,7 +216,7 @@ TEST(FlagsTest, FlagArgsParseBackToTheSameOptions) {
   o.failure_mode = FailureMode::kFailOpen;
   o.algorithm = Algorithm::kSlidingWindowCounter;
   o.instance = 2;
-  o.ctl_fd = 7;
+  o.fd = 7;
   o.prefix = "lh:1:2:";
   const std::vector<std::string> args = FlagArgs(o);
   EXPECT_THAT(args, Contains("--scenario=zipf"));

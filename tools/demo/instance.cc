@@ -128,17 +128,17 @@ void RunThread(const Load& load, int instance, int t, ThreadResult& r) {
       std::memory_order_release);
 }
 
-// Waits until steady_clock time `at`; false early if the parent closed the
-// control pipe (its stop request; also EOF if the parent died).
-bool WaitUntilOrStop(int ctl_fd, int64_t at) {
+// Waits until steady_clock time `at`; false early if the parent shut its
+// side of the socket down (its stop request; also EOF if it died).
+bool WaitUntilOrStop(int fd, int64_t at) {
   for (int64_t left; (left = at - SteadyNs()) > 0;) {
     const timespec ts{static_cast<time_t>(left / 1'000'000'000),
                       static_cast<long>(left % 1'000'000'000)};
-    pollfd p{ctl_fd, POLLIN, 0};
+    pollfd p{fd, POLLIN, 0};
     const int n = ppoll(&p, 1, &ts, nullptr);
     if (n > 0) return false;
     if (n < 0 && errno != EINTR) {
-      // Cannot watch the pipe: sleep instead (the parent can still kill us).
+      // Cannot watch the socket: sleep instead (the parent can still kill us).
       std::this_thread::sleep_for(std::chrono::nanoseconds(left));
     }
   }
@@ -164,14 +164,14 @@ std::string HealthAndSamples(const DemoOptions& o, Target& target,
 
 // Sends each window's "V" line as it closes, once every thread has moved
 // past its end (at most 100 ms more, so a stuck thread does not hold it
-// back); stops the threads early when the parent closes the control pipe
-// (the partial window is sent then) or the data pipe fails.
+// back); stops the threads early when the parent asks (the partial window
+// is sent then) or the socket fails.
 void RunMonitor(Load& load, Results& results) {
   const DemoOptions& o = load.o;
   int64_t commands_before = load.target.CommandsSent();
   for (int64_t w = 0; w < NumWindows(o); ++w) {
     const int64_t at = load.start_ns + (w + 1) * WindowNs(o);
-    const bool stopped = !WaitUntilOrStop(o.ctl_fd, at);
+    const bool stopped = !WaitUntilOrStop(o.fd, at);
     if (stopped) load.stop.store(true, std::memory_order_relaxed);
     const int64_t keys = load.target.Keys(),
                   commands = load.target.CommandsSent();
@@ -201,7 +201,7 @@ void RunMonitor(Load& load, Results& results) {
              {w, c.offered, c.admitted, c.hot_offered, c.hot_admitted, commands,
               commands - commands_before, keys, rss, static_cast<int>(health)});
     commands_before = commands;
-    if (!WriteAll(o.data_fd, out) || stopped) {
+    if (!WriteAll(o.fd, out) || stopped) {
       load.stop.store(true, std::memory_order_relaxed);
       return;
     }
@@ -246,7 +246,7 @@ std::string FinalLines(const DemoOptions& o, Results& results, Target& target) {
 
 int RunInstance(const DemoOptions& o) {
   // Ctrl-C reaches the whole process group; the parent decides what to do
-  // and tells the instances by closing their control pipes. It forked this
+  // and tells the instances through their sockets. It forked this
   // process with SIGINT blocked, so none got through before this.
   prctl(PR_SET_PDEATHSIG, SIGTERM);
   signal(SIGINT, SIG_IGN);
@@ -267,8 +267,7 @@ int RunInstance(const DemoOptions& o) {
   // Ready; then the parent's start time.
   int64_t start_ns = 0;
   absl::StatusOr<std::string> line = absl::UnavailableError("");
-  if (!WriteAll(o.data_fd, Line("R", {})) ||
-      !(line = ReadLine(o.ctl_fd)).ok() ||
+  if (!WriteAll(o.fd, Line("R", {})) || !(line = ReadLine(o.fd)).ok() ||
       !absl::SimpleAtoi(*line, &start_ns)) {
     std::fprintf(stderr, "instance %d: no start time from the parent\n",
                  o.instance);
@@ -288,8 +287,8 @@ int RunInstance(const DemoOptions& o) {
   for (std::thread& th : threads) th.join();
   const std::string out = FinalLines(o, results, **target);
   target->reset();
-  if (!WriteAll(o.data_fd, out)) return 1;
-  close(o.data_fd);
+  if (!WriteAll(o.fd, out)) return 1;
+  close(o.fd);
   return 0;
 }
 

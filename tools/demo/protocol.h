@@ -1,7 +1,7 @@
 // What an instance process reports to the parent, and the line protocol
-// that carries it over the data pipe (the parent's control pipe carries one
-// line, the common start time in steady-clock ns; closing it asks the
-// instance to stop early). Every data line is a tag and decimal integers,
+// that carries it over their socket. The parent sends one line, the common
+// start time in steady-clock ns, and shuts its side down to ask for an
+// early stop. The instance's lines are a tag and decimal integers,
 // space-separated; H and M lines end in text:
 //   R                             ready: the limiter exists
 //   H t from to reason...         a health transition of the instance's
@@ -117,7 +117,7 @@ class LineSplitter {
   std::string buf_;
 };
 
-// Writes all of `s`; false if the pipe failed.
+// Writes all of `s`; false if the socket failed.
 bool WriteAll(int fd, absl::string_view s);
 // Reads one line (without its '\n') byte by byte, so nothing after it is
 // consumed. Unavailable at EOF before the line ended.

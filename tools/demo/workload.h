@@ -20,9 +20,8 @@ namespace tokenlease::tools {
 // parent and the instances share it, being on one machine).
 int64_t SteadyNs();
 
-// The number of --window_ms windows in a run of --seconds (the last one may
-// be shorter), a window's length in ns, and the window `elapsed_ns` into
-// the run falls in (clamped to the run's).
+// The --window_ms windows of a run of --seconds (the last one may be
+// shorter), their length, and the one `elapsed_ns` into the run is in.
 int64_t NumWindows(const DemoOptions& o);
 int64_t WindowNs(const DemoOptions& o);
 int64_t WindowAt(const DemoOptions& o, int64_t elapsed_ns);
@@ -33,16 +32,13 @@ enum OutagePhase : int { kBeforeOutage = 0, kDuringOutage, kAfterOutage };
 inline constexpr int kOutagePhases = 3;
 OutagePhase PhaseAt(const DemoOptions& o, int64_t elapsed_ns);
 
-// The keys, and for Zipf their cumulative weights (not normalised).
+// The keys ("hot", or "user:%08d" by Zipf rank) and for Zipf their
+// cumulative weights, not normalised; Draw picks a key's index.
 struct KeySet {
   std::vector<std::string> names;
-  std::vector<double> cdf;  // empty for the one hot key
-
-  // A key index drawn from the distribution (always 0 for the hot key).
+  std::vector<double> cdf;
   size_t Draw(std::mt19937_64& rng) const;
 };
-
-// "hot", or "user:%08d" by Zipf rank.
 KeySet MakeKeys(const DemoOptions& o);
 std::string KeyName(const DemoOptions& o, int64_t rank);
 
@@ -61,8 +57,7 @@ struct KeyCount {
   bool operator==(const KeyCount&) const = default;
 };
 
-// `counts` sorted by rank, the counts of equal ranks summed (over threads,
-// or over instances).
+// `counts` sorted by rank, equal ranks summed (over threads or instances).
 std::vector<KeyCount> SumByRank(std::vector<KeyCount> counts);
 
 // One load thread's per-key counts: an array for the first kDenseKeys
@@ -113,17 +108,14 @@ class Pacer {
   // True if a call is due at `now_ns`. Otherwise waits part of the gap
   // (tick: sleeps until the grid point at or after the call; sleep: until
   // ~20 us before it; spin: yields when it is > 20 us away; else, and
-  // always with busy, pauses) and returns false: the caller reads the
-  // clock again.
+  // always with busy, pauses) and returns false: read the clock again.
   bool DueOrWait(int64_t now_ns) const;
   // Books the call made at `now_ns`: the next is due one interval after the
-  // previous due time, or after `now_ns` if that was more than MaxLagNs()
-  // late.
+  // previous due time, or after `now_ns` if that was MaxLagNs() late.
   void Book(int64_t now_ns);
 
   double next_ns() const { return next_; }
-  // The grid point a tick-paced thread sleeps until for a call due at
-  // `due_ns`: the first at or after it.
+  // The grid point at or after `due_ns` (tick pacing).
   double WakeNs(double due_ns) const;
   double MaxLagNs() const { return kMaxLagNs + tick_; }
 
