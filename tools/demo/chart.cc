@@ -12,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_replace.h"
 #include "demo/format.h"
 
 namespace tokenlease::tools {
@@ -183,29 +184,11 @@ std::vector<double> NiceTicks(double max, int most) {
 }
 
 std::string XmlEscape(absl::string_view text) {
-  std::string out;
-  for (char c : text) {
-    switch (c) {
-      case '&':
-        out += "&amp;";
-        break;
-      case '<':
-        out += "&lt;";
-        break;
-      case '>':
-        out += "&gt;";
-        break;
-      case '"':
-        out += "&quot;";
-        break;
-      case '\'':
-        out += "&apos;";
-        break;
-      default:
-        out += c;
-    }
-  }
-  return out;
+  return absl::StrReplaceAll(text, {{"&", "&amp;"},
+                                    {"<", "&lt;"},
+                                    {">", "&gt;"},
+                                    {"\"", "&quot;"},
+                                    {"'", "&apos;"}});
 }
 
 std::string RunChartSvg(const DemoOptions& o, const RunRecord& run,

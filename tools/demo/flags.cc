@@ -53,30 +53,29 @@ run, 2 on a flag or value it does not accept.
 
 Flags:
 --scenario
-    hot: every decision on one key (limit 10,000/s, burst 1,000 unless
-    --limit/--burst say otherwise); zipf: --zipf_keys keys drawn from a
-    Zipf distribution, each with its own limit (100/s, burst 100), rank 0
-    charted as the hot key
+    hot: every decision on one key (10,000/s, burst 1,000 by default);
+    zipf: --zipf_keys keys drawn from a Zipf distribution, each with its
+    own limit (100/s, burst 100), rank 0 charted as the hot key
 --keys
     the same as --scenario (its older name)
 --mode
     leased: a LeasedLimiter per instance shares the limit through Redis;
-    local: a Limiter per instance with limit/N, nothing shared, no Redis;
-    direct: one Redis script call per decision
+    local: a Limiter per instance with limit/N, no Redis; direct: one
+    Redis script call per decision
 --instances
-    instance processes sharing the limit, 1 to 64; 0: one per CPU left
-    after redis-server's, at least 2 and at most 4 (the banner says so)
+    instance processes, 1 to 64; 0: one per CPU left after redis-server's,
+    2 to 4 (the banner says what was chosen)
 --threads
     load threads per instance, 1 to 64; 0: the CPUs left after
     redis-server's divided over the instances, at least 1
 --limit
-    the shared limit per second (per key with --scenario=zipf), a token
-    bucket; 0: 10,000 (hot) or 100 (zipf)
+    the limit per second (per key with --scenario=zipf), a token bucket;
+    0: 10,000 (hot) or 100 (zipf)
 --burst
-    the token bucket's burst; 0: --limit / 10 (hot: a tenth of a second,
-    so half-second windows show the rate, not the bucket) or --limit (zipf)
+    the token bucket's burst; 0: --limit / 10 (hot: half-second windows
+    show the rate, not the bucket) or --limit (zipf)
 --offered
-    decisions per second offered over all threads, paced on an absolute
+    decisions per second offered over all threads, on an absolute
     schedule; 0: 5 x the limit on the hottest key
 --seconds
     length of the run in seconds, more than 0 and at most 3600
@@ -86,165 +85,132 @@ Flags:
     Zipf exponent s for --scenario=zipf, more than 0
 --window_ms
     reporting window in ms, 1 to 60000: a live row, a CSV row and a chart
-    step per window
+    step each
 --csv
     per-window CSV file; auto: $TMPDIR/tokenlease_demo_<mode>_<scenario>_
     <time>.csv (/tmp without TMPDIR); empty: none
 --chart
-    SVG chart of the hot key's admitted rate per window, global and per
-    instance, against the limit, the outage shaded; auto: the CSV's name
-    with .svg; empty: none
+    SVG chart of the hot key's admitted rate per window against the limit,
+    the outage shaded; auto: the CSV's name with .svg; empty: none
 --url
-    Redis server for leased and direct mode, e.g. redis://127.0.0.1:6379;
-    empty: $TOKENLEASE_REDIS_URL (keeps a password off the command line),
-    else a private redis-server on a free 127.0.0.1 port for the run
+    Redis for leased and direct mode, e.g. redis://127.0.0.1:6379; empty:
+    $TOKENLEASE_REDIS_URL (keeps a password off the command line), else a
+    private redis-server on a free 127.0.0.1 port
 --use_handle
     leased and local mode: decide the hot key through a handle resolved once
 --pacing
-    tick: wake once per --tick_us and make the calls due since back to
-    back (no wake-up per call; the cores stay with Redis); sleep: until ~20
-    us before each call; spin: busy-wait, yielding when the call is > 20 us
-    away; busy: busy-wait with a pause instruction only, no system call
-    (for tracing the decision path)
+    tick: wake once per --tick_us and make the calls due since (no wake-up
+    per call; the cores stay with Redis); sleep: until ~20 us before each
+    call; spin: busy-wait, yielding when a call is > 20 us away; busy:
+    busy-wait with no system call (for tracing the decision path)
 --tick_us
-    --pacing=tick: microseconds between a load thread's wake-ups, 10 to
-    100000
+    --pacing=tick: microseconds between a thread's wake-ups, 10 to 100000
 --sample_every
     time every Nth decision of a thread with steady_clock, 1 or more
 --lease_ttl_ms
     leased mode: LeaseOptions::lease_ttl in ms
 --idle_evict_ms
-    leased mode: LeaseOptions::idle_evict in ms; at least 2 x
-    --lease_ttl_ms is used
+    leased mode: LeaseOptions::idle_evict in ms (at least 2 x lease_ttl)
 --max_lease_fraction
-    leased mode: LeaseOptions::max_lease_fraction, the largest lease as a
-    fraction of the burst
+    leased mode: LeaseOptions::max_lease_fraction (of the burst)
 --cold_key_policy
     leased mode: LeaseOptions::cold_key_policy, deny, wait or local_share
 --local_share
-    leased mode: LeaseOptions::local_share, the fraction of the burst a key
-    without a lease may admit locally with --cold_key_policy=local_share
+    leased mode: LeaseOptions::local_share (of the burst)
 --charge_delay_ms
-    leased mode: LeaseOptions::charge_delay in ms, how long after a key's
-    first admission from its local credit it is charged to Redis (0 ..
-    --lease_ttl_ms)
+    leased mode: LeaseOptions::charge_delay in ms, 0 to --lease_ttl_ms
 --algorithm
     local mode: token_bucket, gcra, fixed_window, sliding_counter or
-    sliding_log; leased and direct mode use token_bucket
+    sliding_log (leased and direct mode use token_bucket)
 --failure_mode
-    what decides while Redis cannot (leased and direct mode): fail_local
-    (the default here, because it keeps the limit: each instance enforces
-    limit / instances alone until Redis is back), fail_closed (deny: the
-    library's default, safe but the service stops) or fail_open (admit
-    everything: the limit is off)
+    what decides while Redis cannot: fail_local (the default here: each
+    instance enforces limit / instances alone, so the limit holds),
+    fail_closed (deny: the library's default) or fail_open (admit all)
 --fallback_instances
-    LeasedLimiterOptions::fallback_instances for fail_local (0:
-    --instances)
+    LeasedLimiterOptions::fallback_instances for fail_local (0: --instances)
 --outage_usage
-    leased mode: LeasedLimiterOptions::outage_usage; charge (the default
-    here): what the failure mode admitted is charged to Redis when it is
-    back, so the whole run stays near limit x duration; forget (the
-    library's default): the bucket that refilled meanwhile hands out one
-    more burst after the outage
+    leased mode: charge (the default here: what the failure mode admitted
+    is charged to Redis when it is back) or forget (the library's default:
+    the bucket that refilled meanwhile hands out one more burst)
 --discover_instances
     the instances count each other in Redis (LeasedLimiterOptions::
-    instance_group) for fail_local's share; false: the share is of
-    --fallback_instances
+    instance_group) for fail_local's share; false: --fallback_instances
 --start_empty
     LeasedLimiterOptions::start_empty: after Redis lost its data
     (--outage_kind=kill), keys without state count as drained
 --outage
-    take the private redis-server away in the middle of the run and bring
-    it back; --outage=false: no outage. Skipped by default with --url or
-    --mode=local (no private server to take away)
+    take the private redis-server away in the middle of the run; skipped by
+    default with --url or --mode=local (no private server to take away)
 --outage_at
-    seconds into the run at which the outage starts, within --seconds; 0:
-    40% of --seconds
+    seconds into the run at which the outage starts; 0: 40% of --seconds
 --outage_seconds
     how long the outage lasts, in seconds; 0: 20% of --seconds
 --outage_kind
-    stop (SIGSTOP, then SIGCONT: a frozen server) or kill (kill -9, then
-    restarted empty on the same port)
+    stop (SIGSTOP, then SIGCONT) or kill (kill -9, then restarted empty)
 --live
-    print a row per window as it closes (on a terminal with a progress bar
-    and the instances' health below); --nolive: only the summary
+    a row per window as it closes (on a terminal with a progress bar and
+    the instances' health); --nolive: only the summary
 )";
 
 struct Flag {
   std::string name;
   bool is_bool = false;
-  bool alias = false;     // another name of a field (not passed on)
-  bool internal = false;  // set by the parent on an instance (not in --help)
+  bool alias = false;  // another name of a field (not passed on)
   std::function<bool(O&, absl::string_view, std::string*)> parse;
   std::function<std::string(const O&)> text;
 };
 
 template <typename T>
-Flag Field(const char* name, T O::*field, bool internal = false) {
-  return {name,
-          std::is_same_v<T, bool>,
-          false,
-          internal,
-          [field](O& o, absl::string_view v, std::string* error) {
-            return absl::ParseFlag<T>(v, &(o.*field), error);
-          },
-          [field](const O& o) { return absl::UnparseFlag<T>(o.*field); }};
-}
-
-template <typename E>
-using Names = std::vector<std::pair<std::string, E>>;
-
-// A flag whose values are names, listed in the order the error lists them.
-template <typename E>
-Flag Choice(const char* name, E O::*field, const Names<E>& names,
-            bool alias = false) {
-  std::vector<std::string> spelled;
-  for (const auto& n : names) spelled.push_back(n.first);
-  const std::string last = spelled.back();
-  spelled.pop_back();
-  const std::string must =
-      absl::StrCat("it must be ", absl::StrJoin(spelled, ", "), " or ", last);
-  Flag f{name,
-         false,
-         alias,
-         false,
-         [=](O& o, absl::string_view v, std::string* error) {
-           for (const auto& [n, e] : names) {
-             if (v != n) continue;
-             o.*field = e;
-             return true;
-           }
-           *error = must;
-           return false;
-         },
-         [=](const O& o) -> std::string {
-           for (const auto& [n, e] : names) {
-             if (e == o.*field) return n;
-           }
-           return "?";
-         }};
+Flag Field(const char* name, T O::*field) {
+  Flag f{name, std::is_same_v<T, bool>, false, {}, {}};
+  f.parse = [field](O& o, absl::string_view v, std::string* error) {
+    return absl::ParseFlag<T>(v, &(o.*field), error);
+  };
+  f.text = [field](const O& o) { return absl::UnparseFlag<T>(o.*field); };
   return f;
 }
 
-// The demo's own enums, named in their order.
-constexpr const char* kModes[] = {"leased", "local", "direct"};
-constexpr const char* kKeyDists[] = {"hot", "zipf"};
+// A flag whose values are names: those of enum E's values 0, 1, ... (the
+// library's too: flags_test checks they name the right values).
 template <typename E, size_t N>
-Names<E> InOrder(const char* const (&names)[N]) {
-  Names<E> out;
-  for (size_t i = 0; i < N; ++i) out.emplace_back(names[i], E(i));
-  return out;
+Flag Choice(const char* name, E O::*field, const char* const (&names)[N],
+            bool alias = false) {
+  Flag f{name, false, alias, {}, {}};
+  f.parse = [field, &names](O& o, absl::string_view v, std::string* error) {
+    std::string all;
+    for (size_t i = 0; i < N; ++i) {
+      if (v == names[i]) {
+        o.*field = static_cast<E>(i);
+        return true;
+      }
+      absl::StrAppend(&all, i == 0 ? "" : i + 1 < N ? ", " : " or ", names[i]);
+    }
+    *error = absl::StrCat("it must be ", all);
+    return false;
+  };
+  f.text = [field, &names](const O& o) {
+    return std::string(names[static_cast<size_t>(o.*field)]);
+  };
+  return f;
 }
 
+constexpr const char* kModes[] = {"leased", "local", "direct"};
+constexpr const char* kKeyDists[] = {"hot", "zipf"};
+constexpr const char* kPacings[] = {"tick", "sleep", "spin", "busy"};
+constexpr const char* kOutageKinds[] = {"stop", "kill"};
+constexpr const char* kColdKeyPolicies[] = {"local_share", "deny", "wait"};
+constexpr const char* kFailureModes[] = {"fail_closed", "fail_open",
+                                         "fail_local"};
+constexpr const char* kOutageUsages[] = {"forget", "charge"};
+constexpr const char* kAlgorithms[] = {"token_bucket", "gcra", "fixed_window",
+                                       "sliding_counter", "sliding_log"};
+
 const std::vector<Flag>& Flags() {
-  using CK = ColdKeyPolicy;
-  using FM = FailureMode;
-  using A = Algorithm;
   static const auto* flags = new std::vector<Flag>{
       // never freed
-      Choice("scenario", &O::keys, InOrder<KeyDist>(kKeyDists)),
-      Choice("keys", &O::keys, InOrder<KeyDist>(kKeyDists), /*alias=*/true),
-      Choice("mode", &O::mode, InOrder<Mode>(kModes)),
+      Choice("scenario", &O::keys, kKeyDists),
+      Choice("keys", &O::keys, kKeyDists, /*alias=*/true),
+      Choice("mode", &O::mode, kModes),
       Field("instances", &O::instances),
       Field("threads", &O::threads),
       Field("limit", &O::limit),
@@ -258,44 +224,30 @@ const std::vector<Flag>& Flags() {
       Field("chart", &O::chart),
       Field("url", &O::url),
       Field("use_handle", &O::use_handle),
-      Choice("pacing", &O::pacing,
-             InOrder<Pacing>({"tick", "sleep", "spin", "busy"})),
+      Choice("pacing", &O::pacing, kPacings),
       Field("tick_us", &O::tick_us),
       Field("sample_every", &O::sample_every),
       Field("lease_ttl_ms", &O::lease_ttl_ms),
       Field("idle_evict_ms", &O::idle_evict_ms),
       Field("max_lease_fraction", &O::max_lease_fraction),
-      Choice("cold_key_policy", &O::cold_key_policy,
-             {{"deny", CK::kDeny},
-              {"wait", CK::kWait},
-              {"local_share", CK::kLocalShare}}),
+      Choice("cold_key_policy", &O::cold_key_policy, kColdKeyPolicies),
       Field("local_share", &O::local_share),
       Field("charge_delay_ms", &O::charge_delay_ms),
-      Choice("algorithm", &O::algorithm,
-             {{"token_bucket", A::kTokenBucket},
-              {"gcra", A::kGcra},
-              {"fixed_window", A::kFixedWindow},
-              {"sliding_counter", A::kSlidingWindowCounter},
-              {"sliding_log", A::kSlidingWindowLog}}),
-      Choice("failure_mode", &O::failure_mode,
-             {{"fail_closed", FM::kFailClosed},
-              {"fail_open", FM::kFailOpen},
-              {"fail_local", FM::kFailLocal}}),
+      Choice("algorithm", &O::algorithm, kAlgorithms),
+      Choice("failure_mode", &O::failure_mode, kFailureModes),
       Field("fallback_instances", &O::fallback_instances),
-      Choice(
-          "outage_usage", &O::outage_usage,
-          {{"forget", OutageUsage::kForget}, {"charge", OutageUsage::kCharge}}),
+      Choice("outage_usage", &O::outage_usage, kOutageUsages),
       Field("discover_instances", &O::discover_instances),
       Field("start_empty", &O::start_empty),
       Field("outage", &O::outage),
       Field("outage_at", &O::outage_at),
       Field("outage_seconds", &O::outage_seconds),
-      Choice("outage_kind", &O::outage_kind,
-             InOrder<OutageKind>({"stop", "kill"})),
+      Choice("outage_kind", &O::outage_kind, kOutageKinds),
       Field("live", &O::live),
-      Field("instance", &O::instance, /*internal=*/true),
-      Field("fd", &O::fd, /*internal=*/true),
-      Field("prefix", &O::prefix, /*internal=*/true),
+      // Internal: set by the parent on an instance (not in --help).
+      Field("instance", &O::instance),
+      Field("fd", &O::fd),
+      Field("prefix", &O::prefix),
   };
   return *flags;
 }

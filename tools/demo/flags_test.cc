@@ -152,8 +152,8 @@ TEST(FlagsTest, WhatDoesNotParseIsNamed) {
   EXPECT_EQ(ParseError({"--mode=remote"}),
             "--mode is 'remote'; it must be leased, local or direct");
   EXPECT_EQ(ParseError({"--cold_key_policy=never"}),
-            "--cold_key_policy is 'never'; it must be deny, wait or "
-            "local_share");
+            "--cold_key_policy is 'never'; it must be local_share, deny or "
+            "wait");
   EXPECT_EQ(ParseError({"--pacing=nap"}),
             "--pacing is 'nap'; it must be tick, sleep, spin or busy");
   EXPECT_EQ(ParseError({"--outage_kind=pause"}),
@@ -168,6 +168,33 @@ TEST(FlagsTest, WhatDoesNotParseIsNamed) {
   EXPECT_EQ(ParseError({"--instances=-1"}), "");  // parses; ValidateOptions
   EXPECT_EQ(Message(ResolveOptions(Parsed({"--instances=-1"}), 2)),
             "--instances is -1; it must be between 1 and 64");
+}
+
+// The names of the library's enums are indexed by their values: they must
+// name the right ones.
+TEST(FlagsTest, ChoiceNamesAreTheLibrarysValues) {
+  DemoOptions o;
+  for (FailureMode m : {FailureMode::kFailClosed, FailureMode::kFailOpen,
+                        FailureMode::kFailLocal}) {
+    o.failure_mode = m;
+    EXPECT_EQ(FlagText(o, "failure_mode"), FailureModeName(m));
+  }
+  for (Algorithm a :
+       {Algorithm::kTokenBucket, Algorithm::kGcra, Algorithm::kFixedWindow,
+        Algorithm::kSlidingWindowCounter, Algorithm::kSlidingWindowLog}) {
+    o.algorithm = a;
+    EXPECT_EQ(FlagText(o, "algorithm"), AlgorithmName(a));
+  }
+  EXPECT_EQ(Parsed({"--cold_key_policy=deny"}).cold_key_policy,
+            ColdKeyPolicy::kDeny);
+  EXPECT_EQ(Parsed({"--cold_key_policy=wait"}).cold_key_policy,
+            ColdKeyPolicy::kWait);
+  EXPECT_EQ(Parsed({"--cold_key_policy=local_share"}).cold_key_policy,
+            ColdKeyPolicy::kLocalShare);
+  EXPECT_EQ(Parsed({"--outage_usage=forget"}).outage_usage,
+            OutageUsage::kForget);
+  EXPECT_EQ(Parsed({"--outage_usage=charge"}).outage_usage,
+            OutageUsage::kCharge);
 }
 
 TEST(FlagsTest, HelpListsEveryFlagWithItsDefault) {

@@ -40,17 +40,8 @@ Counts CountsAt(const std::vector<int64_t>& v) {
 }  // namespace
 
 const char* HealthName(Health h) {
-  switch (h) {
-    case Health::kHealthy:
-      return "healthy";
-    case Health::kDegraded:
-      return "degraded";
-    case Health::kDown:
-      return "down";
-    case Health::kNone:
-      break;
-  }
-  return "none";
+  constexpr const char* kNames[] = {"none", "healthy", "degraded", "down"};
+  return kNames[static_cast<int>(h) + 1];
 }
 
 Counts& Counts::operator+=(const Counts& c) {

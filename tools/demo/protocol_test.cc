@@ -16,8 +16,6 @@ namespace {
 
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
-using ::testing::Pair;
-using ::testing::UnorderedElementsAre;
 
 // Applies every line of `text` (which must end with '\n').
 absl::Status ApplyAll(const std::string& text, InstanceReport& r) {
@@ -93,12 +91,11 @@ TEST(ProtocolTest, MetricLines) {
                        "M tokenlease_keys{limit=\"demo\"} 2\n",
                        r)
                   .ok());
-  EXPECT_THAT(r.metrics,
-              UnorderedElementsAre(
-                  Pair("tokenlease_keys", 5),
-                  Pair("tokenlease_decisions_total{source=\"lease\",result="
-                       "\"admitted\"}",
-                       120)));
+  ASSERT_EQ(r.metrics.size(), 2u);
+  EXPECT_EQ(r.metrics["tokenlease_keys"], 5);
+  EXPECT_EQ(r.metrics["tokenlease_decisions_total{source=\"lease\",result="
+                      "\"admitted\"}"],
+            120);
   EXPECT_FALSE(ApplyLine("M tokenlease_keys", r).ok());
   EXPECT_FALSE(ApplyLine("M tokenlease_keys many", r).ok());
 }

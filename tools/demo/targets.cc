@@ -23,17 +23,8 @@ namespace {
 
 constexpr absl::Duration kPeriod = absl::Seconds(1);
 
-Health ToHealth(RedisHealth h) {
-  switch (h) {
-    case RedisHealth::kHealthy:
-      return Health::kHealthy;
-    case RedisHealth::kDegraded:
-      return Health::kDegraded;
-    case RedisHealth::kDown:
-      break;
-  }
-  return Health::kDown;
-}
+// Health has RedisHealth's values (and kNone for no connection).
+Health ToHealth(RedisHealth h) { return static_cast<Health>(h); }
 
 // The connection's health transitions (RedisOptions::on_health_change, on
 // its client thread), kept for the monitor thread; the callback holds the
