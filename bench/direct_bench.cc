@@ -8,11 +8,13 @@
 // direct: DirectLimiter::TryAcquire (blocking) from every caller; the
 //         client thread pipelines whatever is pending into one write.
 //
-// Usage: direct_bench --url=redis://127.0.0.1:PORT [--callers=1,8,64]
+// Usage: direct_bench [--url=redis://127.0.0.1:PORT] [--callers=1,8,64]
 //                     [--seconds=3]
 // Prints, per caller count: throughput and p50/p99 latency of each mode and
-// the ratio direct/naive. Start a private redis-server first
-// (bench/run_direct.sh does).
+// the ratio direct/naive. Without --url (or TOKENLEASE_BENCH_REDIS_URL) it
+// starts a private redis-server for the run (support/redis_server.h), and
+// prints that server's EVAL and EVALSHA statistics (INFO commandstats) at
+// the end, to tell script time from round trips.
 //
 // --batch: instead, the Redis CPU per item of batch.lua (INFO commandstats
 // usec of EVALSHA / items) for batches of 1, 8, 32 and kMaxBatchItems
@@ -30,18 +32,22 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "absl/cleanup/cleanup.h"
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "redis/endpoint.h"
 #include "redis/script_call.h"
+#include "support/redis_server.h"
 #include "tokenlease/direct.h"
 #include "tokenlease_lua/scripts.h"
 
@@ -345,10 +351,31 @@ int RunBatchBench(redisContext* c, double seconds) {
   return 0;
 }
 
+// The lines of the server's INFO commandstats for EVAL and EVALSHA.
+void PrintScriptStats(const tokenlease::support::RedisServer& server) {
+  absl::StatusOr<tokenlease::support::SyncRedis> redis = server.Connect();
+  absl::StatusOr<std::string> info =
+      redis.ok() ? redis->Info("commandstats")
+                 : absl::StatusOr<std::string>(redis.status());
+  if (!info.ok()) {
+    std::fprintf(stderr, "INFO commandstats: %s\n",
+                 info.status().ToString().c_str());
+    return;
+  }
+  std::printf("# redis INFO commandstats:\n");
+  for (absl::string_view line : absl::StrSplit(*info, "\r\n")) {
+    if (absl::StartsWith(line, "cmdstat_eval:") ||
+        absl::StartsWith(line, "cmdstat_evalsha:")) {
+      std::printf("%s\n", std::string(line).c_str());
+    }
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string url = "redis://127.0.0.1:6379";
+  const char* env_url = std::getenv("TOKENLEASE_BENCH_REDIS_URL");
+  std::string url = env_url != nullptr ? env_url : "";
   std::vector<int> callers = {1, 8, 64};
   double seconds = 3;
   bool batch = false;
@@ -378,11 +405,28 @@ int main(int argc, char** argv) {
       seconds_given = true;
     } else {
       std::fprintf(stderr,
-                   "usage: direct_bench --url=redis://HOST:PORT "
+                   "usage: direct_bench [--url=redis://HOST:PORT] "
                    "[--callers=1,8,64] [--seconds=3] [--batch]\n");
       return 2;
     }
   }
+  // Without a URL, a private server for the run, stopped when main
+  // returns, after its script statistics are printed.
+  std::unique_ptr<tokenlease::support::RedisServer> server;
+  if (url.empty()) {
+    auto started =
+        tokenlease::support::StartRedisServer({.name = "tokenlease-bench"});
+    if (!started.ok()) {
+      std::fprintf(stderr, "direct_bench: %s (or pass --url)\n",
+                   started.status().ToString().c_str());
+      return 1;
+    }
+    server = *std::move(started);
+    url = server->url();
+  }
+  absl::Cleanup script_stats = [&server] {
+    if (server != nullptr) PrintScriptStats(*server);
+  };
   auto ep = tokenlease::internal::ParseRedisUrl(url);
   if (!ep.ok() || !ep->socket_path.empty()) {
     std::fprintf(stderr, "need a redis://host:port url: %s\n",

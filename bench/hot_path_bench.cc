@@ -1,5 +1,6 @@
 // Hot-path benchmarks: tokenlease's TryAcquire next to the obvious
-// mutex-and-unordered_map token bucket (mutex_baseline.h), in one binary.
+// mutex-and-unordered_map token bucket (support/mutex_baseline.h), in one
+// binary.
 //
 // Names are "<impl>/<case>/<load>[/real_time/threads:N]" with impl
 // "tokenlease" or "baseline" (bench/ratios.py pairs them by the rest of the
@@ -31,7 +32,7 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "benchmark/benchmark.h"
-#include "mutex_baseline.h"
+#include "support/mutex_baseline.h"
 #include "tokenlease/tokenlease.h"
 
 namespace tokenlease_bench {

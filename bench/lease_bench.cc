@@ -1,7 +1,8 @@
 // The leased decision (LeasedLimiter::TryAcquire through a LeaseHandle: one
 // relaxed load and fetch_sub on the key's balance, no clock, no I/O) next to
 // the local engine (Limiter::TryAcquire(handle, cost, now)) and the mutex
-// baseline (mutex_baseline.h), in one binary. Target: the leased decision
+// baseline (support/mutex_baseline.h), in one binary. Target: the leased
+// decision
 // <= 10 ns median.
 //
 // Names are "<impl>/<case>/<load>[/real_time/threads:N]", impl "lease",
@@ -9,8 +10,9 @@
 // "allowed" counter; a lease case that was not served entirely from its
 // lease (allowed < 1 under "admit") is labelled "RAN DRY".
 //
-// Needs a Redis for the lease: the URL comes from TOKENLEASE_BENCH_REDIS_URL,
-// which bench/run_lease_bench.sh sets after starting a private redis-server.
+// Needs a Redis for the lease: the URL comes from TOKENLEASE_BENCH_REDIS_URL;
+// without it, the binary starts a private redis-server for the run
+// (support/redis_server.h) and stops it at the end.
 //
 // "admit": token bucket 1e12 per second, burst 1e12 (the Redis scripts
 // accept up to burst x period/limit < 2^51 units; 2^40 is the largest limit
@@ -33,6 +35,7 @@
 #include <string>
 #include <thread>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -40,7 +43,8 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "benchmark/benchmark.h"
-#include "mutex_baseline.h"
+#include "support/mutex_baseline.h"
+#include "support/redis_server.h"
 #include "tokenlease/tokenlease.h"
 
 namespace tokenlease_bench {
@@ -346,12 +350,21 @@ void RegisterReferences() {
 int main(int argc, char** argv) {
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
-  const char* url = std::getenv("TOKENLEASE_BENCH_REDIS_URL");
-  if (url == nullptr || *url == '\0') {
-    std::fprintf(stderr,
-                 "lease_bench: set TOKENLEASE_BENCH_REDIS_URL (or run "
-                 "bench/run_lease_bench.sh, which starts a redis-server)\n");
-    return 1;
+  const char* env_url = std::getenv("TOKENLEASE_BENCH_REDIS_URL");
+  std::string url = env_url != nullptr ? env_url : "";
+  // Without a URL, a private server, stopped when main returns.
+  std::unique_ptr<tokenlease::support::RedisServer> server;
+  if (url.empty()) {
+    auto started =
+        tokenlease::support::StartRedisServer({.name = "tokenlease-bench"});
+    if (!started.ok()) {
+      std::fprintf(stderr,
+                   "lease_bench: %s (or set TOKENLEASE_BENCH_REDIS_URL)\n",
+                   started.status().ToString().c_str());
+      return 1;
+    }
+    server = *std::move(started);
+    url = server->url();
   }
   // The endpoint without credentials (the URL may carry a password).
   tokenlease::RedisOptions redis_options;

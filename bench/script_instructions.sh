@@ -6,18 +6,31 @@
 # over N is the cost per call (docs/benchmarks.md, "Spec stamps").
 #
 #   bash bench/script_instructions.sh build/release/lua/acquire.lua 4000
-set -euo pipefail
-f=$1 n=$2
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-out=$(mktemp)
-valgrind --tool=callgrind --callgrind-out-file=$out redis-server --port $port --bind 127.0.0.1 --save '' --appendonly no >/dev/null 2>&1 &
-vp=$!
-for _ in $(seq 300); do redis-cli -p $port ping >/dev/null 2>&1 && break; sleep 0.1; done
-sha=$(redis-cli -p $port SCRIPT LOAD "$(cat $f)")
-if ((n > 0)); then
-redis-benchmark -p $port -n $n -r 1000 -c 1 -q EVALSHA $sha 1 "{b:__rand_int__}:b0" 1 -1 1 1 0 0 0 0 1 token_bucket 10 1000000 10 smooth aligned 0 0 0 >/dev/null
+#
+# The server is started and stopped by support/with_redis (the one
+# launcher, support/redis_server.h) with valgrind as its wrapper: no
+# program of ours runs here that could start it, and the server itself is
+# what is measured. BUILD_DIR (default build/release) selects the build
+# tree that holds with_redis.
+# shellcheck source=scripts/lib/bench_common.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../scripts/lib/bench_common.sh"
+if [[ $# -ne 2 ]]; then
+  echo "usage: $0 SCRIPT.lua N" >&2
+  exit 2
 fi
-redis-cli -p $port shutdown nosave >/dev/null 2>&1 || true
-wait $vp || true
-grep -E '^(summary|totals):' $out | head -1
-rm -f $out
+bench_require_binary support/with_redis
+f=$1 n=$2
+out=$(mktemp)
+trap 'rm -f "${out}"' EXIT
+# Under valgrind the server starts and stops tens of times slower; it must
+# end by SIGTERM (not SIGKILL) for callgrind to write its totals.
+"${bench_bin}" --start_timeout=120s --stop_timeout=120s \
+  --wrapper="valgrind --tool=callgrind --callgrind-out-file=${out}" -- \
+  bash -c 'set -euo pipefail
+    sha=$(redis-cli -p "${TOKENLEASE_REDIS_PORT}" SCRIPT LOAD "$(cat "$1")")
+    if (($2 > 0)); then
+      redis-benchmark -p "${TOKENLEASE_REDIS_PORT}" -n "$2" -r 1000 -c 1 -q \
+        EVALSHA "${sha}" 1 "{b:__rand_int__}:b0" 1 -1 1 1 0 0 0 0 1 \
+        token_bucket 10 1000000 10 smooth aligned 0 0 0 >/dev/null
+    fi' script_instructions "${f}" "${n}" >/dev/null
+grep -E '^(summary|totals):' "${out}" | head -1

@@ -348,39 +348,40 @@ struct Family {
 
 void PrintTo(const Family& f, std::ostream* os) { *os << f.name; }
 
-Family Single(std::string name, BandKind kind, uint64_t exact, uint64_t retry,
-              uint64_t reset, bool bucket_cross_check = false) {
-  return {std::move(name),
-          [kind](uint64_t seed) { return RandomSpec(kind, seed); },
-          exact,
-          retry,
-          reset,
-          bucket_cross_check,
-          /*bounded_log=*/kind == BandKind::kLogBounded};
-}
-
 std::vector<Family> Families() {
-  return {
-      Single("TokenBucketSmooth", BandKind::kSmoothBucket, 100000, 1100000,
-             2100000, /*bucket_cross_check=*/true),
-      Single("Gcra", BandKind::kGcra, 200000, 1200000, 2200000,
-             /*bucket_cross_check=*/true),
-      Single("TokenBucketStepwise", BandKind::kStepwise, 300000, 1300000,
-             2300000),
-      Single("FixedWindowAligned", BandKind::kFixedAligned, 400000, 1400000,
-             2400000),
-      Single("FixedWindowFirstRequest", BandKind::kFixedFirstRequest, 500000,
-             1500000, 2500000),
-      Single("SlidingWindowCounter", BandKind::kCounter, 600000, 1600000,
-             2600000),
-      Single("SlidingWindowLogExact", BandKind::kLogExact, 700000, 1700000,
-             2700000),
-      Single("SlidingWindowLogGranular", BandKind::kLogGranular, 800000,
-             1800000, 2800000),
-      Single("SlidingWindowLogBounded", BandKind::kLogBounded, 1000000, 1900000,
-             2900000),
-      {"Composite", testing::RandomComposite, 900000, 2000000, 3000000},
+  // One family per single-band kind, with the first seeds of its three
+  // checks (exact, retry, reset) in units of 100,000; then the composites.
+  struct Row {
+    const char* name;
+    BandKind kind;
+    uint64_t exact, retry, reset;
+    bool bucket_cross_check = false;
   };
+  using enum BandKind;
+  constexpr Row kRows[] = {
+      {"TokenBucketSmooth", kSmoothBucket, 1, 11, 21, true},
+      {"Gcra", kGcra, 2, 12, 22, true},
+      {"TokenBucketStepwise", kStepwise, 3, 13, 23},
+      {"FixedWindowAligned", kFixedAligned, 4, 14, 24},
+      {"FixedWindowFirstRequest", kFixedFirstRequest, 5, 15, 25},
+      {"SlidingWindowCounter", kCounter, 6, 16, 26},
+      {"SlidingWindowLogExact", kLogExact, 7, 17, 27},
+      {"SlidingWindowLogGranular", kLogGranular, 8, 18, 28},
+      {"SlidingWindowLogBounded", kLogBounded, 10, 19, 29},
+  };
+  constexpr uint64_t kUnit = 100000;
+  std::vector<Family> families;
+  for (const Row& r : kRows) {
+    const BandKind kind = r.kind;
+    families.push_back(
+        {r.name, [kind](uint64_t seed) { return RandomSpec(kind, seed); },
+         r.exact * kUnit, r.retry * kUnit, r.reset * kUnit,
+         r.bucket_cross_check,
+         /*bounded_log=*/kind == kLogBounded});
+  }
+  families.push_back({"Composite", testing::RandomComposite, 9 * kUnit,
+                      20 * kUnit, 30 * kUnit});
+  return families;
 }
 
 class PropertyTest : public ::testing::TestWithParam<Family> {};
@@ -703,17 +704,21 @@ TEST(PropertyModelTest, SlidingCounterAdmissionIsMonotone) {
   for (int round = 0; round < 200; ++round) {
     const int64_t P = rng.Uniform(1, 50) * kUs / 10;  // 100ns .. 5us
     const int64_t L = rng.Uniform(1, 20);
-    SlidingCounterModel m(L, P, rng.Uniform(-P, P));
+    const std::unique_ptr<ReferenceBand> m = MakeReferenceBand(
+        {.algorithm = Algorithm::kSlidingWindowCounter,
+         .limit = L,
+         .period = absl::Nanoseconds(P),
+         .window_offset = absl::Nanoseconds(rng.Uniform(-P, P))});
     int64_t now = kEpoch2026 + rng.Uniform(0, 10 * P);
     for (int i = 0; i < 30; ++i) {
       now += rng.Uniform(0, P);
       const int64_t c = rng.Uniform(1, L);
-      if (m.Fits(now, c)) m.Charge(now, c);
+      if (m->Fits(now, c)) m->Charge(now, c);
     }
     const int64_t c = rng.Uniform(0, L);
     bool fitted = false;
     for (int64_t t = now; t <= now + 3 * P; ++t) {
-      const bool fits = m.Fits(t, c);
+      const bool fits = m->Fits(t, c);
       ASSERT_FALSE(fitted && !fits) << "round " << round << " t=" << t;
       fitted = fitted || fits;
     }

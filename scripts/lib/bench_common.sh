@@ -1,13 +1,13 @@
 # shellcheck shell=bash
-# The preamble of bench/run_*.sh, sourced as their first step: strict mode,
+# The preamble of bench/*.sh, sourced as their first step: strict mode,
 # the repository root and build tree, and helpers for the binary, the
-# OUT.json argument, Google Benchmark's JSON output and a private
-# redis-server (scripts/lib/redis_server.sh).
+# OUT.json argument and Google Benchmark's JSON output. No script starts a
+# redis-server itself: the benchmark binaries start a private one when not
+# given a URL, and support/with_redis runs a command next to one.
 #
 #   source "$(dirname "${BASH_SOURCE[0]}")/../scripts/lib/bench_common.sh"
 #   bench_take_out "$@"; shift        # scripts that write OUT.json
 #   bench_require_binary bench/lease_bench
-#   bench_start_redis                 # sets bench_redis_url
 #   "${bench_bin}" "${bench_json_flags[@]}" "$@"
 #
 # BUILD_DIR (default build/release, relative to the repository root unless
@@ -41,21 +41,6 @@ bench_take_out() {
   bench_json_flags=(--benchmark_repetitions=5
     --benchmark_report_aggregates_only=true
     --benchmark_out="${bench_out}" --benchmark_out_format=json)
-}
-
-# bench_start_redis: a private redis-server for the rest of the script
-# (stopped on exit, also on failure or interruption). Sets bench_redis_url.
-bench_start_redis() {
-  # shellcheck source=scripts/lib/redis_server.sh
-  source "${bench_root}/scripts/lib/redis_server.sh"
-  trap redis_server_stop EXIT
-  # Until the server's pid is known, SIGINT/SIGTERM only set a flag (so an
-  # interrupt cannot leave a server behind); then they exit.
-  trap 'redis_server_interrupted=1' INT TERM
-  redis_server_start --prefix=tokenlease-bench || exit "$?"
-  trap 'exit 130' INT TERM
-  # shellcheck disable=SC2034  # read by the sourcing script
-  bench_redis_url="redis://127.0.0.1:${redis_server_port}"
 }
 
 # bench_load_average [WHEN]: "# load average[ WHEN]: x y z".

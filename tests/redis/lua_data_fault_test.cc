@@ -34,28 +34,18 @@ using testing::LeaseAt;
 // 2026-01-01T00:00:00Z in us.
 constexpr int64_t kT0 = int64_t{1767225600} * 1000000;
 
-class LuaDataFaultTest : public testing::RedisTest {
+// The scripts on keys under "f:".
+class LuaDataFaultTest : public testing::ScriptTest {
  protected:
-  RedisReply Run(const std::vector<std::string>& cmd) {
-    return client().Run(cmd);
-  }
+  LuaDataFaultTest() : ScriptTest("f:") {}
+
   std::map<std::string, KeyState> Dump() {
     return testing::DumpKeys(client(), "{f:");
-  }
-  absl::StatusOr<internal::AcquireResult> Acquire(const LimitSpec& spec,
-                                                  const std::string& name,
-                                                  const AcquireArgs& a) {
-    return testing::TryScriptAcquire(client(), spec, "f:", name, a);
-  }
-  absl::StatusOr<int64_t> Release(const LimitSpec& spec,
-                                  const std::string& name,
-                                  const ReleaseArgs& a) {
-    return testing::TryScriptRelease(client(), spec, "f:", name, a);
   }
   // One item of the batch script, alone, at `now_us`.
   absl::Status BatchItemStatus(const LimitSpec& spec, const BatchItem& item,
                                int64_t now_us) {
-    auto r = testing::ScriptBatch(client(), spec, "f:", {item}, now_us);
+    auto r = Batch(spec, {item}, now_us);
     if (r.size() != 1) return absl::InternalError("not one reply");
     return r[0].status();
   }
@@ -141,20 +131,21 @@ class CorruptStateTest : public LuaDataFaultTest,
 TEST_P(CorruptStateTest, EveryOpFailsNamingTheKeyAndChangesNothing) {
   const CorruptCase& c = GetParam();
   // Drain it: the whole limit at kT0, recorded for a release.
-  auto grant = Acquire(c.spec, "k", LeaseAt(kT0, 10, 10, "lease-1"));
+  auto grant = TryAcquire(c.spec, "k", LeaseAt(kT0, 10, 10, "lease-1"));
   ASSERT_TRUE(grant.ok() && grant->granted == 10) << grant.status();
   const std::string key = absl::StrCat("{f:k}:", c.key);
   Spoil(key, c.value);
   const std::map<std::string, KeyState> before = Dump();
   const int64_t now = kT0 + 1000;
 
-  ExpectNamesKey(Acquire(c.spec, "k", At(now, 1, 1)).status(), key);
-  ExpectNamesKey(Acquire(c.spec, "k", At(now, 0, 0)).status(), key);
-  ExpectNamesKey(Acquire(c.spec, "k", ChargeAt(now, 3)).status(), key);
+  ExpectNamesKey(TryAcquire(c.spec, "k", At(now, 1, 1)).status(), key);
+  ExpectNamesKey(TryAcquire(c.spec, "k", At(now, 0, 0)).status(), key);
+  ExpectNamesKey(TryAcquire(c.spec, "k", ChargeAt(now, 3)).status(), key);
   ExpectNamesKey(
-      Release(c.spec, "k", ReleaseArgs{4, "lease-1", kT0, now}).status(), key);
-  ExpectNamesKey(Acquire(c.spec, "k", LeaseAt(now, 1, 1, "lease-2")).status(),
-                 key);
+      TryRelease(c.spec, "k", ReleaseArgs{4, "lease-1", kT0, now}).status(),
+      key);
+  ExpectNamesKey(
+      TryAcquire(c.spec, "k", LeaseAt(now, 1, 1, "lease-2")).status(), key);
   ExpectNamesKey(
       BatchItemStatus(c.spec, BatchItem::Acquire("k", At(-1, 1, 1)), now), key);
   ExpectNamesKey(
@@ -185,7 +176,7 @@ TEST_F(LuaDataFaultTest, ACorruptSecondBandLeavesTheFirstUntouched) {
   const LimitSpec spec = testing::Composite(
       {LimitSpec::TokenBucket(10, absl::Seconds(1)),
        LimitSpec::SlidingWindowCounter(20, absl::Seconds(10))});
-  auto grant = Acquire(spec, "two", LeaseAt(kT0, 6, 6, "lease-two"));
+  auto grant = TryAcquire(spec, "two", LeaseAt(kT0, 6, 6, "lease-two"));
   ASSERT_TRUE(grant.ok() && grant->granted == 6) << grant.status();
   const std::string counter = "{f:two}:b1";
   const std::string good = Run({"GET", counter}).str;
@@ -194,14 +185,14 @@ TEST_F(LuaDataFaultTest, ACorruptSecondBandLeavesTheFirstUntouched) {
   const std::map<std::string, KeyState> before = Dump();
   const int64_t now = kT0;  // the whole grant is still returnable
 
-  ExpectNamesKey(Acquire(spec, "two", At(now, 2, 2)).status(), counter);
-  ExpectNamesKey(Acquire(spec, "two", ChargeAt(now, 2)).status(), counter);
+  ExpectNamesKey(TryAcquire(spec, "two", At(now, 2, 2)).status(), counter);
+  ExpectNamesKey(TryAcquire(spec, "two", ChargeAt(now, 2)).status(), counter);
   const ReleaseArgs release{6, "lease-two", kT0, now};
-  ExpectNamesKey(Release(spec, "two", release).status(), counter);
+  ExpectNamesKey(TryRelease(spec, "two", release).status(), counter);
   EXPECT_EQ(Dump(), before);
 
   Spoil(counter, good);
-  auto back = Release(spec, "two", release);
+  auto back = TryRelease(spec, "two", release);
   ASSERT_TRUE(back.ok()) << back.status();
   EXPECT_EQ(*back, 6);
 }
@@ -214,7 +205,7 @@ TEST_F(LuaDataFaultTest, ACorruptSecondBandLeavesTheFirstUntouched) {
 TEST_F(LuaDataFaultTest, AForeignLogEntryFoundByADenialChangesNothing) {
   const LimitSpec spec = LimitSpec::SlidingWindowLog(3, absl::Seconds(10));
   for (int64_t t : {kT0, kT0 + 6000000, kT0 + 7000000}) {
-    auto r = Acquire(spec, "log", At(t, 1, 1));
+    auto r = TryAcquire(spec, "log", At(t, 1, 1));
     ASSERT_TRUE(r.ok() && r->granted == 1) << r.status();
   }
   const std::string key = "{f:log}:b0";
@@ -222,7 +213,7 @@ TEST_F(LuaDataFaultTest, AForeignLogEntryFoundByADenialChangesNothing) {
   const std::map<std::string, KeyState> before = Dump();
   const int64_t now = kT0 + 10500000;  // the kT0 entry has expired
 
-  auto denied = Acquire(spec, "log", At(now, 2, 2));
+  auto denied = TryAcquire(spec, "log", At(now, 2, 2));
   ExpectNamesKey(denied.status(), key);
   EXPECT_TRUE(absl::StrContains(denied.status().message(), "'oops'"))
       << denied.status();
@@ -235,14 +226,14 @@ TEST_F(LuaDataFaultTest, AForeignLogEntryFoundByADenialChangesNothing) {
 // grant's entry fails before writing anything.
 TEST_F(LuaDataFaultTest, AReleaseChecksTheLogEntriesItWouldReadLater) {
   const LimitSpec spec = LimitSpec::SlidingWindowLog(5, absl::Seconds(10));
-  auto r = Acquire(spec, "rel", LeaseAt(kT0, 2, 2, "lease-rel"));
+  auto r = TryAcquire(spec, "rel", LeaseAt(kT0, 2, 2, "lease-rel"));
   ASSERT_TRUE(r.ok() && r->granted == 2) << r.status();
   const std::string key = "{f:rel}:b0";
   ASSERT_EQ(Run({"ZADD", key, absl::StrCat(kT0 + 1), "oops"}).integer, 1);
   const std::map<std::string, KeyState> before = Dump();
 
   ExpectNamesKey(
-      Release(spec, "rel", ReleaseArgs{2, "lease-rel", kT0, kT0 + 1000})
+      TryRelease(spec, "rel", ReleaseArgs{2, "lease-rel", kT0, kT0 + 1000})
           .status(),
       key);
   EXPECT_EQ(Dump(), before);
@@ -252,15 +243,16 @@ TEST_F(LuaDataFaultTest, AReleaseChecksTheLogEntriesItWouldReadLater) {
 // naming it; one of another type is WRONGTYPE. Nothing is credited.
 TEST_F(LuaDataFaultTest, ACorruptGrantRecordFailsTheRelease) {
   const LimitSpec spec = LimitSpec::Gcra(10, absl::Seconds(1));
-  auto r = Acquire(spec, "g", LeaseAt(kT0, 10, 10, "id"));
+  auto r = TryAcquire(spec, "g", LeaseAt(kT0, 10, 10, "id"));
   ASSERT_TRUE(r.ok() && r->granted == 10) << r.status();
   const std::string record = "{f:g}:r:id";
   for (const std::string value : {"garbage", "10", "10 x", "-3 5", "1.5 5"}) {
     SCOPED_TRACE(value);
     Spoil(record, value);
     const std::map<std::string, KeyState> before = Dump();
-    ExpectNamesKey(Release(spec, "g", ReleaseArgs{10, "id", kT0, kT0}).status(),
-                   record);
+    ExpectNamesKey(
+        TryRelease(spec, "g", ReleaseArgs{10, "id", kT0, kT0}).status(),
+        record);
     ExpectNamesKey(
         BatchItemStatus(
             spec, BatchItem::Release("g", ReleaseArgs{10, "id", kT0}), kT0),
@@ -269,7 +261,7 @@ TEST_F(LuaDataFaultTest, ACorruptGrantRecordFailsTheRelease) {
   }
   ASSERT_EQ(Run({"DEL", record}).integer, 1);
   ASSERT_EQ(Run({"RPUSH", record, "x"}).integer, 1);
-  auto wrong = Release(spec, "g", ReleaseArgs{10, "id", kT0, kT0});
+  auto wrong = TryRelease(spec, "g", ReleaseArgs{10, "id", kT0, kT0});
   EXPECT_EQ(wrong.status().code(), absl::StatusCode::kFailedPrecondition)
       << wrong.status();
 }
@@ -282,9 +274,9 @@ TEST_F(LuaDataFaultTest, AReleaseWithAnotherLimitsKeyIsRefused) {
   const LimitSpec spec = LimitSpec::Gcra(10, absl::Seconds(1));
   const LimitSpec step =
       LimitSpec::TokenBucket(10, absl::Seconds(1), 0, Refill::kStepwise);
-  auto r = Acquire(spec, "mine", At(kT0, 10, 10));
+  auto r = TryAcquire(spec, "mine", At(kT0, 10, 10));
   ASSERT_TRUE(r.ok() && r->granted == 10) << r.status();
-  r = Acquire(step, "other", At(kT0, 5, 5));
+  r = TryAcquire(step, "other", At(kT0, 5, 5));
   ASSERT_TRUE(r.ok() && r->granted == 5) << r.status();
   const std::map<std::string, KeyState> before = Dump();
   ASSERT_EQ(before.count("other}:b0"), 1u);

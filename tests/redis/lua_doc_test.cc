@@ -9,10 +9,6 @@
 // (less the one empty line that separates two examples) or the end of the
 // block. The line is run with bash after replacing "-p 23458" by the test
 // server's port and "build/release/lua/" by this build's lua/ directory.
-#include <stdio.h>
-#include <unistd.h>
-
-#include <cstdio>
 #include <fstream>
 #include <regex>
 #include <set>
@@ -26,6 +22,7 @@
 #include "absl/strings/str_split.h"
 #include "gtest/gtest.h"
 #include "testing/redis_server.h"
+#include "testing/shell.h"
 #include "tokenlease_lua/scripts.h"
 
 namespace tokenlease {
@@ -82,32 +79,6 @@ std::vector<Example> ParseConsoleExamples(const std::string& doc) {
   return out;
 }
 
-struct ShellResult {
-  std::string out;
-  std::string err;
-  int status = -1;
-};
-
-// Runs `command` with bash; stdout and stderr apart.
-ShellResult RunShell(const std::string& command) {
-  const std::string err_path =
-      absl::StrCat(::testing::TempDir(), "lua_doc_test.", getpid(), ".err");
-  const std::string quoted =
-      absl::StrCat("'", absl::StrReplaceAll(command, {{"'", "'\\''"}}), "'");
-  const std::string shell =
-      absl::StrCat("bash -c ", quoted, " 2>'", err_path, "'");
-  ShellResult r;
-  FILE* p = popen(shell.c_str(), "r");
-  if (p == nullptr) return r;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof(buf), p)) > 0) r.out.append(buf, n);
-  r.status = pclose(p);
-  r.err = ReadFile(err_path);
-  std::remove(err_path.c_str());
-  return r;
-}
-
 TEST(LuaDocTest, ConsoleExamplesReplayByteForByte) {
   const std::string doc = ReadFile(kDocPath);
   ASSERT_FALSE(doc.empty()) << "cannot read " << kDocPath;
@@ -127,7 +98,7 @@ TEST(LuaDocTest, ConsoleExamplesReplayByteForByte) {
         << " ...` line: " << e.command;
     const std::string command = absl::StrReplaceAll(
         e.command, {{kDocPort, port}, {kDocLuaDir, lua_dir}});
-    const ShellResult r = RunShell(command);
+    const testing::ShellResult r = testing::RunShell(command);
     EXPECT_EQ(r.out, e.expected)
         << where << ": the example's output differs\n"
         << "command:  " << e.command << "\n"

@@ -32,26 +32,11 @@ using testing::MaxInAnySpan;
 
 constexpr int64_t kT0 = int64_t{1767225600} * 1000000;
 
-class LuaScriptTest : public testing::RedisTest {
+// The scripts on keys under "t:" (tests are isolated by the FLUSHALL
+// before each).
+class LuaScriptTest : public testing::ScriptTest {
  protected:
-  RedisReply Run(const std::vector<std::string>& cmd) {
-    return client().Run(cmd);
-  }
-  RedisReply Eval(std::string_view script,
-                  const std::vector<std::string>& args) {
-    return client().Eval(script, args);
-  }
-  // The scripts on key `name` under the prefix "t:" (tests are isolated by
-  // the FLUSHALL before each).
-  internal::AcquireResult Acquire(const LimitSpec& spec,
-                                  const std::string& name,
-                                  const AcquireArgs& a) {
-    return testing::ScriptAcquire(client(), spec, "t:", name, a);
-  }
-  int64_t Release(const LimitSpec& spec, const std::string& name,
-                  const ReleaseArgs& a) {
-    return testing::ScriptRelease(client(), spec, "t:", name, a);
-  }
+  LuaScriptTest() : ScriptTest("t:") {}
   // One token: denied 1 us before `t`, granted at `t`; the grant.
   internal::AcquireResult OpensAt(const LimitSpec& spec,
                                   const std::string& name, int64_t t) {

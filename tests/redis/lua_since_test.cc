@@ -14,6 +14,7 @@
 #include "redis/script_call.h"
 #include "redis/scripts.h"
 #include "testing/redis_test.h"
+#include "testing/scripts.h"
 #include "tokenlease_lua/scripts.h"
 
 namespace tokenlease {
@@ -25,26 +26,16 @@ using ::testing::HasSubstr;
 constexpr int64_t kT0 = int64_t{1767225600} * 1000000;  // 2026-01-01Z
 constexpr int64_t kSec = 1000000;
 
-class LuaSinceTest : public testing::RedisTest {
+class LuaSinceTest : public testing::ScriptTest {
  protected:
   // acquire.lua for up to `wanted` (minimum 1) at `now`, with
   // empty_since_us = `since` (nullopt: the argument is not sent).
   RedisReply Acquire(const LimitSpec& spec, const std::string& name,
                      int64_t wanted, int64_t now,
                      std::optional<int64_t> since) {
-    internal::AcquireArgs a;
-    a.wanted = wanted;
-    a.minimum = 1;
-    a.now_us = now;
-    std::vector<std::string> args =
-        internal::AcquireArguments(spec, prefix(), name, a);
-    if (since.has_value()) args.push_back(absl::StrCat(*since));
-    return client().Eval(internal::lua::kAcquireScript, args);
-  }
-  int64_t Granted(const RedisReply& r) {
-    absl::StatusOr<internal::AcquireResult> a = internal::ParseAcquireReply(r);
-    EXPECT_TRUE(a.ok()) << a.status();
-    return a.ok() ? a->granted : -1;
+    std::vector<std::string> extra;
+    if (since.has_value()) extra.push_back(absl::StrCat(*since));
+    return EvalAcquire(spec, name, testing::At(now, wanted, 1), extra);
   }
 };
 

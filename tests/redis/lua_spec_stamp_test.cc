@@ -14,6 +14,7 @@
 #include "redis/script_call.h"
 #include "redis/scripts.h"
 #include "testing/redis_test.h"
+#include "testing/scripts.h"
 #include "tokenlease_lua/scripts.h"
 
 namespace tokenlease {
@@ -26,25 +27,17 @@ using ::testing::StartsWith;
 constexpr int64_t kT0 = int64_t{1767225600} * 1000000;  // 2026-01-01Z
 constexpr int64_t kSec = 1000000;
 
-class LuaSpecStampTest : public testing::RedisTest {
+class LuaSpecStampTest : public testing::ScriptTest {
  protected:
   // acquire.lua for up to `wanted` (minimum 1) of `name` at `now`.
   RedisReply Acquire(const LimitSpec& spec, const std::string& name,
                      int64_t wanted, int64_t now) {
-    internal::AcquireArgs a;
-    a.wanted = wanted;
-    a.minimum = 1;
-    a.now_us = now;
-    return client().Eval(internal::lua::kAcquireScript,
-                         internal::AcquireArguments(spec, prefix(), name, a));
+    return EvalAcquire(spec, name, testing::At(now, wanted, 1));
   }
   // The tokens granted, or -1 (and a test failure) for an error.
   int64_t Granted(const LimitSpec& spec, const std::string& name,
                   int64_t wanted, int64_t now) {
-    absl::StatusOr<internal::AcquireResult> a =
-        internal::ParseAcquireReply(Acquire(spec, name, wanted, now));
-    EXPECT_TRUE(a.ok()) << a.status();
-    return a.ok() ? a->granted : -1;
+    return ScriptTest::Granted(Acquire(spec, name, wanted, now));
   }
   // Band 0's state key of `name`.
   std::string StateKey(const std::string& name) {

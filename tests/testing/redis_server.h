@@ -1,111 +1,70 @@
-// A redis-server process for tests (redis_test.h: one shared per binary,
-// or a private one per test): started on a free 127.0.0.1 port (and
-// optionally a unix socket) with no persistence unless asked, and DEBUG
-// allowed from loopback (DEBUG SLEEP is a fault), stopped by the destructor,
-// also when the test fails, and killed with the thread that started it
-// (PR_SET_PDEATHSIG) if the test process dies first. Faults are real
-// signals: Pause() is SIGSTOP, Kill() is SIGKILL.
+// The redis-server processes and synchronous clients of the tests: the one
+// launcher and the one client of support/ (support/redis_server.h,
+// support/sync_redis.h), each with the shortcut the tests' assertions
+// want. A test server listens on 127.0.0.1 only, keeps nothing unless
+// asked, allows DEBUG from loopback, is stopped by its destructor (also
+// when the test fails) and dies with the test process.
 #ifndef TOKENLEASE_TESTS_TESTING_REDIS_SERVER_H_
 #define TOKENLEASE_TESTS_TESTING_REDIS_SERVER_H_
 
-#include <sys/types.h>
-
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
 
-#include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "redis/reply.h"
-
-struct redisContext;
+#include "support/redis_server.h"
+#include "support/sync_redis.h"
 
 namespace tokenlease::testing {
 
-struct RedisServerOptions {
-  // requirepass (the "default" user's password); empty: none.
-  std::string password{};
-  // An extra ACL user with full access: "user <name> on ><password> ~* &*
-  // +@all".
-  std::string acl_user{};
-  std::string acl_password{};
-  // Also listen on a unix socket in the server's temporary directory.
-  bool unix_socket = false;
-  // An append-only file written with fsync on every write, kept across
-  // Kill and Restart: a kill -9 loses nothing. Default: no persistence.
-  bool persistent = false;
-};
+using RedisServerOptions = support::RedisServerOptions;
 
-class RedisServer {
+// support::RedisServer with Command(), for one-line assertions on the
+// server's state.
+class RedisServer : public support::RedisServer {
  public:
-  explicit RedisServer(RedisServerOptions options = {});
-  ~RedisServer();
-  RedisServer(const RedisServer&) = delete;
-  RedisServer& operator=(const RedisServer&) = delete;
+  using support::RedisServer::RedisServer;
 
-  // Starts the server on a free port and waits (<= 10 s) until it answers.
-  absl::Status Start();
-  // SIGTERM, then SIGKILL after 5 s; waits for the process.
-  void Stop();
-  // SIGKILL and wait: the kill -9 fault.
-  void Kill();
-  // Starts again on the same port and socket (after Kill or Stop).
-  absl::Status Restart();
-  // SIGSTOP / SIGCONT: a server that is alive but answers nothing.
-  void Pause();
-  void Resume();
-
-  int port() const { return port_; }
-  const std::string& socket_path() const { return socket_path_; }
-  // "redis://127.0.0.1:<port>" (no credentials).
-  std::string url() const;
-  // The password Command() and Restart() use from now on; the caller has
-  // changed the server's own (CONFIG SET requirepass) or will.
-  void set_password(std::string password) {
-    options_.password = std::move(password);
-  }
-
-  // Runs one command on a fresh synchronous connection (authenticated as
-  // the default user if a password is set); returns the reply rendered as
-  // text ("OK", "42", "(nil)", "[1, 2]", or "ERR <message>").
+  // Runs one command on a fresh connection (2 s timeout) logged in with
+  // the current password; the reply as text (RedisReply::DebugString:
+  // "OK", "42", "(nil)", "[1, 2]", or the error's message).
   absl::StatusOr<std::string> Command(const std::vector<std::string>& args);
-
- private:
-  absl::Status Launch();
-  absl::Status WaitUntilReady();
-
-  RedisServerOptions options_;
-  std::string dir_;
-  std::string socket_path_;
-  int port_ = 0;
-  pid_t pid_ = -1;
-  bool paused_ = false;
 };
 
-// One synchronous hiredis connection kept open across commands, for tests
-// that drive a server directly (scripts, keys); closed by the destructor.
+// A started RedisServer with `options`, or why not.
+inline absl::StatusOr<std::unique_ptr<RedisServer>> StartRedisServer(
+    RedisServerOptions options = {}) {
+  return support::StartRedisServer<RedisServer>(std::move(options));
+}
+
+// A support::SyncRedis whose Run and Eval return the reply itself, for
+// tests that drive a server directly (scripts, keys): a connection that
+// fails, or a command without a reply, is a test failure (and a nil
+// reply), never a silent pass.
 class SyncClient {
  public:
-  // Connects to 127.0.0.1:port, without a timeout.
-  static absl::StatusOr<std::unique_ptr<SyncClient>> Connect(int port);
-  // A client without a connection: every Run returns a nil reply.
-  static std::unique_ptr<SyncClient> Disconnected();
-  ~SyncClient();
-  SyncClient(const SyncClient&) = delete;
-  SyncClient& operator=(const SyncClient&) = delete;
+  // Waits this long for a reply (generous: a sanitizer build on a busy
+  // machine; Lua scripts of the tests run for milliseconds).
+  static constexpr absl::Duration kTimeout = absl::Seconds(20);
 
-  // Runs one command (binary-safe arguments); a nil reply if the connection
-  // failed.
+  // Connects to 127.0.0.1:`port`; a test failure if it cannot (every Run
+  // then fails the test too).
+  explicit SyncClient(int port);
+
+  // Runs one command (binary-safe arguments).
   internal::RedisReply Run(const std::vector<std::string>& args);
   // EVAL `script` with `args` (numkeys, keys, then arguments).
   internal::RedisReply Eval(std::string_view script,
                             const std::vector<std::string>& args);
 
  private:
-  explicit SyncClient(redisContext* ctx) : ctx_(ctx) {}
-  redisContext* ctx_;  // nullptr: Disconnected()
+  internal::RedisReply Check(absl::StatusOr<internal::RedisReply> reply);
+
+  std::optional<support::SyncRedis> redis_;  // nullopt: did not connect
 };
 
 }  // namespace tokenlease::testing

@@ -25,14 +25,6 @@ void RedisEnvironment::TearDown() {
 
 RedisServer* RedisEnvironment::server() { return shared_server; }
 
-absl::StatusOr<std::unique_ptr<RedisServer>> StartRedisServer(
-    RedisServerOptions options) {
-  auto server = std::make_unique<RedisServer>(std::move(options));
-  absl::Status started = server->Start();
-  if (!started.ok()) return started;
-  return server;
-}
-
 std::shared_ptr<RedisConnection> ConnectFast(const std::string& url,
                                              RedisOptions options) {
   options.url = url;
@@ -71,10 +63,7 @@ std::shared_ptr<RedisConnection> RedisTest::NewConnection(
 
 SyncClient& RedisTest::client() {
   if (client_ == nullptr) {
-    auto connected = SyncClient::Connect(server_->port());
-    EXPECT_TRUE(connected.ok()) << connected.status();
-    client_ =
-        connected.ok() ? *std::move(connected) : SyncClient::Disconnected();
+    client_ = std::make_unique<SyncClient>(server_->port());
   }
   return *client_;
 }

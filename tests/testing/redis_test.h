@@ -1,4 +1,5 @@
-// Fixtures for tests against Redis. RedisEnvironment starts one
+// Fixtures for tests against Redis (the servers: testing/redis_server.h,
+// StartRedisServer for one of a test's own). RedisEnvironment starts one
 // redis-server per test binary (redis_main.cc registers it); RedisTest runs
 // a test against it, emptied first. Tests that inject faults (SIGSTOP,
 // kill -9, restart) or need other server options (AUTH, ACL, unix socket)
@@ -37,10 +38,6 @@ class RedisEnvironment : public ::testing::Environment {
   // The shared server while the environment is set up, else nullptr.
   static RedisServer* server();
 };
-
-// Starts a private server with `options` on a free 127.0.0.1 port.
-absl::StatusOr<std::unique_ptr<RedisServer>> StartRedisServer(
-    RedisServerOptions options = {});
 
 // A RedisConnection to `url` with a fast reconnect backoff (5 to 100 ms)
 // on top of `options`; nullptr, and a test failure, if Create fails.

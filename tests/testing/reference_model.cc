@@ -43,318 +43,395 @@ int64_t WindowStart(int64_t t, int64_t len, int64_t off) {
   return Narrow(o + FloorDiv(static_cast<i128>(t) - o, len) * len);
 }
 
-// --------------------------------------------------------------------- GCRA
+namespace {
 
-GcraModel::GcraModel(int64_t limit, int64_t period_ns, int64_t burst)
-    : L_(limit), P_(period_ns), B_(burst > 0 ? burst : limit) {}
-
-i128 GcraModel::Debt(int64_t now) const {
-  if (!has_tat_) return 0;
-  const i128 d = tat_scaled_ - static_cast<i128>(now) * L_;
-  return d > 0 ? d : 0;
-}
-
-bool GcraModel::Fits(int64_t now, int64_t cost) const {
-  // max(TAT, now) + c*T - now <= B*T, multiplied by L.
-  return Debt(now) + static_cast<i128>(cost) * P_ <= static_cast<i128>(B_) * P_;
-}
-
-void GcraModel::Charge(int64_t now, int64_t cost) {
-  Check(Fits(now, cost), "GCRA charge that does not fit");
-  const i128 now_scaled = static_cast<i128>(now) * L_;
-  const i128 base = has_tat_ ? std::max(tat_scaled_, now_scaled) : now_scaled;
-  tat_scaled_ = base + static_cast<i128>(cost) * P_;
-  has_tat_ = true;
-}
-
-int64_t GcraModel::Remaining(int64_t now) const {
-  // floor((B*T - max(TAT - now, 0)) / T), 0 if negative.
-  const i128 room = static_cast<i128>(B_) * P_ - Debt(now);
-  return room <= 0 ? 0 : Narrow(FloorDiv(room, P_));
-}
-
-int64_t GcraModel::ResetAfter(int64_t now) const {
-  return Narrow(CeilDiv(Debt(now), L_));  // ceil(max(TAT - now, 0)) ns
-}
-
-int64_t GcraModel::RetryAfter(int64_t now, int64_t cost) const {
-  if (cost > B_) return kNever;
-  // ceil(max(TAT, now) + c*T - now - B*T) ns.
-  return Narrow(CeilDiv(
-      Debt(now) + static_cast<i128>(cost) * P_ - static_cast<i128>(B_) * P_,
-      L_));
-}
-
-// ------------------------------------------------------ Smooth token bucket
-
-SmoothBucketModel::SmoothBucketModel(int64_t limit, int64_t period_ns,
-                                     int64_t burst)
-    : L_(limit), P_(period_ns), B_(burst > 0 ? burst : limit) {}
-
-i128 SmoothBucketModel::Level(int64_t now) const {
-  const i128 full = static_cast<i128>(B_) * P_;
-  if (!started_) return full;
-  Check(now >= last_, "SmoothBucketModel needs non-decreasing times");
-  // Each ns adds L/P tokens, i.e. L units of 1/P token.
-  return std::min(full, level_ + static_cast<i128>(now - last_) * L_);
-}
-
-bool SmoothBucketModel::Fits(int64_t now, int64_t cost) const {
-  return Level(now) >= static_cast<i128>(cost) * P_;
-}
-
-void SmoothBucketModel::Charge(int64_t now, int64_t cost) {
-  Check(Fits(now, cost), "bucket charge that does not fit");
-  level_ = Level(now) - static_cast<i128>(cost) * P_;
-  last_ = now;
-  started_ = true;
-}
-
-int64_t SmoothBucketModel::Remaining(int64_t now) const {
-  return Narrow(FloorDiv(Level(now), P_));
-}
-
-int64_t SmoothBucketModel::ResetAfter(int64_t now) const {
-  return Narrow(CeilDiv(static_cast<i128>(B_) * P_ - Level(now), L_));
-}
-
-int64_t SmoothBucketModel::RetryAfter(int64_t now, int64_t cost) const {
-  if (cost > B_) return kNever;
-  return Narrow(CeilDiv(static_cast<i128>(cost) * P_ - Level(now), L_));
-}
-
-// ---------------------------------------------------- Stepwise token bucket
-
-StepwiseModel::StepwiseModel(int64_t limit, int64_t period_ns, int64_t burst)
-    : L_(limit), P_(period_ns), B_(burst > 0 ? burst : limit) {}
-
-void StepwiseModel::Touch(int64_t now) {
-  if (created_) return;
-  created_ = true;
-  anchor_ = now;
-  tokens_ = B_;
-}
-
-StepwiseModel::View StepwiseModel::At(int64_t now) const {
-  if (!created_) return View{now, B_};
-  View v{anchor_, tokens_};
-  if (now - v.anchor >= P_) {
-    const int64_t k = (now - v.anchor) / P_;
-    v.anchor += k * P_;
-    v.tokens = Narrow(std::min<i128>(
-        B_, static_cast<i128>(v.tokens) + static_cast<i128>(k) * L_));
+// A ReferenceBand whose Clone() is a plain copy of `Self`, with what every
+// model has: the limit L and the period P in ns.
+template <typename Self>
+class Model : public ReferenceBand {
+ public:
+  std::unique_ptr<ReferenceBand> Clone() const final {
+    return std::make_unique<Self>(static_cast<const Self&>(*this));
   }
-  return v;
-}
 
-bool StepwiseModel::Fits(int64_t now, int64_t cost) const {
-  return At(now).tokens >= cost;
-}
+ protected:
+  Model(int64_t limit, int64_t period_ns) : L_(limit), P_(period_ns) {}
+  int64_t L_, P_;
+};
 
-void StepwiseModel::Charge(int64_t now, int64_t cost) {
-  Check(Fits(now, cost), "stepwise charge that does not fit");
-  const View v = At(now);
-  anchor_ = v.anchor;
-  tokens_ = v.tokens - cost;
-}
-
-int64_t StepwiseModel::Remaining(int64_t now) const {
-  return std::max<int64_t>(At(now).tokens, 0);
-}
-
-int64_t StepwiseModel::ResetAfter(int64_t now) const {
-  const View v = At(now);
-  if (v.tokens >= B_) return 0;
-  return Narrow(static_cast<i128>(v.anchor) + CeilDiv(B_ - v.tokens, L_) * P_ -
-                now);
-}
-
-int64_t StepwiseModel::RetryAfter(int64_t now, int64_t cost) const {
-  if (cost > B_) return kNever;
-  const View v = At(now);
-  return Narrow(static_cast<i128>(v.anchor) +
-                CeilDiv(static_cast<i128>(cost) - v.tokens, L_) * P_ - now);
-}
-
-// ------------------------------------------------------------- Fixed window
-
-FixedWindowModel::FixedWindowModel(int64_t limit, int64_t period_ns,
-                                   int64_t offset_ns, bool first_request_anchor)
-    : L_(limit),
-      P_(period_ns),
-      O_(offset_ns),
-      first_request_(first_request_anchor) {}
-
-FixedWindowModel::View FixedWindowModel::At(int64_t now) const {
-  // A time before the window's start (clock step back) counts in it.
-  if (has_window_ && now < start_ + P_) return View{start_, count_};
-  return View{first_request_ ? now : WindowStart(now, P_, O_), 0};
-}
-
-bool FixedWindowModel::Fits(int64_t now, int64_t cost) const {
-  return static_cast<i128>(At(now).count) + cost <= L_;
-}
-
-void FixedWindowModel::Charge(int64_t now, int64_t cost) {
-  Check(Fits(now, cost), "fixed window charge that does not fit");
-  const View v = At(now);
-  has_window_ = true;
-  start_ = v.start;
-  count_ = v.count + cost;
-}
-
-int64_t FixedWindowModel::Remaining(int64_t now) const {
-  return L_ - At(now).count;
-}
-
-int64_t FixedWindowModel::ResetAfter(int64_t now) const {
-  const View v = At(now);
-  return v.count > 0 ? v.start + P_ - now : 0;
-}
-
-int64_t FixedWindowModel::RetryAfter(int64_t now, int64_t cost) const {
-  if (cost > L_) return kNever;
-  return At(now).start + P_ - now;  // the next window starts empty
-}
-
-// -------------------------------------------------- Sliding window counter
-
-SlidingCounterModel::SlidingCounterModel(int64_t limit, int64_t period_ns,
-                                         int64_t offset_ns)
-    : L_(limit), P_(period_ns), O_(offset_ns) {}
-
-SlidingCounterModel::View SlidingCounterModel::At(int64_t now) const {
-  View v{};
-  if (!has_window_) {
-    v = View{WindowStart(now, P_, O_), 0, 0, 0};
-  } else if (now >= start_ + P_) {
-    const int64_t start = WindowStart(now, P_, O_);
-    // The current window's count becomes "previous" only if it is the
-    // window immediately before.
-    v = View{start, 0, start == start_ + P_ ? cur_ : 0, 0};
-  } else {
-    v = View{start_, cur_, prev_, 0};
+// GCRA, which is also the smooth token bucket. Emission interval T = P/L ns
+// (exact rational); state is the theoretical arrival time TAT, kept as
+// TAT * L (units of 1/L ns). Admits iff max(TAT, now) + c*T - now <= B*T.
+class GcraModel final : public Model<GcraModel> {
+ public:
+  GcraModel(int64_t limit, int64_t period_ns, int64_t burst)
+      : Model(limit, period_ns), B_(burst > 0 ? burst : limit) {}
+  bool Fits(int64_t now, int64_t cost) const override {
+    // max(TAT, now) + c*T - now <= B*T, multiplied by L.
+    return Debt(now) + static_cast<i128>(cost) * P_ <=
+           static_cast<i128>(B_) * P_;
   }
-  v.e = std::max<int64_t>(now - v.start, 0);
-  return v;
-}
+  void Charge(int64_t now, int64_t cost) override {
+    Check(Fits(now, cost), "GCRA charge that does not fit");
+    const i128 now_scaled = static_cast<i128>(now) * L_;
+    const i128 base = has_tat_ ? std::max(tat_scaled_, now_scaled) : now_scaled;
+    tat_scaled_ = base + static_cast<i128>(cost) * P_;
+    has_tat_ = true;
+  }
+  int64_t Remaining(int64_t now) const override {
+    // floor((B*T - max(TAT - now, 0)) / T), 0 if negative.
+    const i128 room = static_cast<i128>(B_) * P_ - Debt(now);
+    return room <= 0 ? 0 : Narrow(FloorDiv(room, P_));
+  }
+  int64_t ResetAfter(int64_t now) const override {
+    return Narrow(CeilDiv(Debt(now), L_));  // ceil(max(TAT - now, 0)) ns
+  }
+  int64_t RetryAfter(int64_t now, int64_t cost) const override {
+    if (cost > B_) return kNever;
+    // ceil(max(TAT, now) + c*T - now - B*T) ns.
+    return Narrow(CeilDiv(
+        Debt(now) + static_cast<i128>(cost) * P_ - static_cast<i128>(B_) * P_,
+        L_));
+  }
 
-bool SlidingCounterModel::Fits(int64_t now, int64_t cost) const {
-  const View v = At(now);
-  return static_cast<i128>(v.prev) * (P_ - v.e) +
-             (static_cast<i128>(v.cur) + cost) * P_ <=
-         static_cast<i128>(L_) * P_;
-}
+ private:
+  // max(TAT - now, 0) in units of 1/L ns.
+  i128 Debt(int64_t now) const {
+    if (!has_tat_) return 0;
+    const i128 d = tat_scaled_ - static_cast<i128>(now) * L_;
+    return d > 0 ? d : 0;
+  }
+  int64_t B_;
+  bool has_tat_ = false;  // false: TAT = -infinity (bucket full)
+  i128 tat_scaled_ = 0;   // TAT * L
+};
 
-void SlidingCounterModel::Charge(int64_t now, int64_t cost) {
-  Check(Fits(now, cost), "sliding counter charge that does not fit");
-  const View v = At(now);
-  has_window_ = true;
-  start_ = v.start;
-  prev_ = v.prev;
-  cur_ = v.cur + cost;
-}
+// The smooth token bucket in its textbook form: a level of tokens that
+// grows by L per P up to B. The level is kept as tokens * P (an integer,
+// since it grows by L per ns in those units). Defined for non-decreasing
+// times only (a clock step back makes it abort); used to cross-check
+// GcraModel.
+class SmoothBucketModel final : public Model<SmoothBucketModel> {
+ public:
+  SmoothBucketModel(int64_t limit, int64_t period_ns, int64_t burst)
+      : Model(limit, period_ns), B_(burst > 0 ? burst : limit) {}
+  bool Fits(int64_t now, int64_t cost) const override {
+    return Level(now) >= static_cast<i128>(cost) * P_;
+  }
+  void Charge(int64_t now, int64_t cost) override {
+    Check(Fits(now, cost), "bucket charge that does not fit");
+    level_ = Level(now) - static_cast<i128>(cost) * P_;
+    last_ = now;
+    started_ = true;
+  }
+  int64_t Remaining(int64_t now) const override {
+    return Narrow(FloorDiv(Level(now), P_));
+  }
+  int64_t ResetAfter(int64_t now) const override {
+    return Narrow(CeilDiv(static_cast<i128>(B_) * P_ - Level(now), L_));
+  }
+  int64_t RetryAfter(int64_t now, int64_t cost) const override {
+    if (cost > B_) return kNever;
+    return Narrow(CeilDiv(static_cast<i128>(cost) * P_ - Level(now), L_));
+  }
 
-int64_t SlidingCounterModel::Remaining(int64_t now) const {
-  const View v = At(now);
-  const i128 room = static_cast<i128>(L_) * P_ -
-                    static_cast<i128>(v.prev) * (P_ - v.e) -
-                    static_cast<i128>(v.cur) * P_;
-  return room <= 0 ? 0 : Narrow(FloorDiv(room, P_));
-}
+ private:
+  // tokens * P at `now`.
+  i128 Level(int64_t now) const {
+    const i128 full = static_cast<i128>(B_) * P_;
+    if (!started_) return full;
+    Check(now >= last_, "SmoothBucketModel needs non-decreasing times");
+    // Each ns adds L/P tokens, i.e. L units of 1/P token.
+    return std::min(full, level_ + static_cast<i128>(now - last_) * L_);
+  }
+  int64_t B_;
+  bool started_ = false;
+  int64_t last_ = 0;
+  i128 level_ = 0;
+};
 
-int64_t SlidingCounterModel::ResetAfter(int64_t now) const {
-  const View v = At(now);
-  // cur weighs on the estimate until the end of the next window; prev
-  // until the end of this one.
-  if (v.cur > 0) return v.start + 2 * P_ - now;
-  if (v.prev > 0) return v.start + P_ - now;
-  return 0;
-}
+// Stepwise token bucket: B tokens at the first call t0 (the anchor); L more
+// at every whole P since the anchor (capped at B); the partial period
+// carries over.
+class StepwiseModel final : public Model<StepwiseModel> {
+ public:
+  StepwiseModel(int64_t limit, int64_t period_ns, int64_t burst)
+      : Model(limit, period_ns), B_(burst > 0 ? burst : limit) {}
+  void Touch(int64_t now) override {
+    if (created_) return;
+    created_ = true;
+    anchor_ = now;
+    tokens_ = B_;
+  }
+  bool Fits(int64_t now, int64_t cost) const override {
+    return At(now).tokens >= cost;
+  }
+  void Charge(int64_t now, int64_t cost) override {
+    Check(Fits(now, cost), "stepwise charge that does not fit");
+    const View v = At(now);
+    anchor_ = v.anchor;
+    tokens_ = v.tokens - cost;
+  }
+  int64_t Remaining(int64_t now) const override {
+    return std::max<int64_t>(At(now).tokens, 0);
+  }
+  int64_t ResetAfter(int64_t now) const override {
+    const View v = At(now);
+    if (v.tokens >= B_) return 0;
+    return Narrow(static_cast<i128>(v.anchor) +
+                  CeilDiv(B_ - v.tokens, L_) * P_ - now);
+  }
+  int64_t RetryAfter(int64_t now, int64_t cost) const override {
+    if (cost > B_) return kNever;
+    const View v = At(now);
+    return Narrow(static_cast<i128>(v.anchor) +
+                  CeilDiv(static_cast<i128>(cost) - v.tokens, L_) * P_ - now);
+  }
 
-int64_t SlidingCounterModel::RetryAfter(int64_t now, int64_t cost) const {
-  if (cost > L_) return kNever;
-  Check(!Fits(now, cost), "RetryAfter for a cost that fits");
-  // Two windows after this one both counts are gone, so a cost <= L fits.
-  int64_t lo = now;  // does not fit
-  int64_t hi = At(now).start + 2 * P_;
-  Check(Fits(hi, cost), "sliding counter: no fit two windows later");
-  while (hi - lo > 1) {
-    const int64_t mid = lo + (hi - lo) / 2;
-    if (Fits(mid, cost)) {
-      hi = mid;
-    } else {
-      lo = mid;
+ private:
+  struct View {
+    int64_t anchor;
+    int64_t tokens;
+  };
+  View At(int64_t now) const {
+    if (!created_) return View{now, B_};
+    View v{anchor_, tokens_};
+    if (now - v.anchor >= P_) {
+      const int64_t k = (now - v.anchor) / P_;
+      v.anchor += k * P_;
+      v.tokens = Narrow(std::min<i128>(
+          B_, static_cast<i128>(v.tokens) + static_cast<i128>(k) * L_));
     }
+    return v;
   }
-  return hi - now;
-}
+  int64_t B_;
+  bool created_ = false;  // Touch has anchored the key
+  int64_t anchor_ = 0;    // the start of the current period
+  int64_t tokens_ = 0;    // the tokens at the anchor
+};
 
-// ------------------------------------------------------ Sliding window log
-
-SlidingLogModel::SlidingLogModel(int64_t limit, int64_t period_ns,
-                                 int64_t granule_ns, int64_t offset_ns)
-    : L_(limit), P_(period_ns), G_(granule_ns), O_(offset_ns) {}
-
-void SlidingLogModel::Touch(int64_t now) {
-  latest_ = EvalTime(now);
-  has_latest_ = true;
-}
-
-int64_t SlidingLogModel::Sum(int64_t now) const {
-  int64_t sum = 0;
-  for (const Grant& g : grants_) {
-    if (Counts(g, now)) sum += g.cost;
+// Fixed window: aligned windows [O' + kP, O' + (k+1)P), or (first-request
+// anchor) a window that opens at the first charged request after the
+// previous one ended. A time before the current window counts in it.
+class FixedWindowModel final : public Model<FixedWindowModel> {
+ public:
+  FixedWindowModel(int64_t limit, int64_t period_ns, int64_t offset_ns,
+                   bool first_request_anchor)
+      : Model(limit, period_ns),
+        O_(offset_ns),
+        first_request_(first_request_anchor) {}
+  bool Fits(int64_t now, int64_t cost) const override {
+    return static_cast<i128>(At(now).count) + cost <= L_;
   }
-  return sum;
-}
-
-bool SlidingLogModel::Fits(int64_t now, int64_t cost) const {
-  return static_cast<i128>(Sum(now)) + cost <= L_;
-}
-
-void SlidingLogModel::Charge(int64_t now, int64_t cost) {
-  // The grant happens when the log evaluated the call (at H if the caller's
-  // clock is behind).
-  const int64_t at = EvalTime(now);
-  int64_t t = G_ > 0 ? WindowStart(at, G_, O_) : at;
-  for (const Grant& g : grants_) {
-    if (Counts(g, now)) t = std::max(t, g.time);
+  void Charge(int64_t now, int64_t cost) override {
+    Check(Fits(now, cost), "fixed window charge that does not fit");
+    const View v = At(now);
+    has_window_ = true;
+    start_ = v.start;
+    count_ = v.count + cost;
   }
-  grants_.push_back(Grant{t, cost});
-}
-
-int64_t SlidingLogModel::Remaining(int64_t now) const { return L_ - Sum(now); }
-
-int64_t SlidingLogModel::ResetAfter(int64_t now) const {
-  bool any = false;
-  int64_t newest = 0;
-  for (const Grant& g : grants_) {
-    if (!Counts(g, now)) continue;
-    newest = any ? std::max(newest, g.time) : g.time;
-    any = true;
+  int64_t Remaining(int64_t now) const override { return L_ - At(now).count; }
+  int64_t ResetAfter(int64_t now) const override {
+    const View v = At(now);
+    return v.count > 0 ? v.start + P_ - now : 0;
   }
-  return any ? newest + P_ - now : 0;
-}
+  int64_t RetryAfter(int64_t now, int64_t cost) const override {
+    if (cost > L_) return kNever;
+    return At(now).start + P_ - now;  // the next window starts empty
+  }
 
-int64_t SlidingLogModel::RetryAfter(int64_t now, int64_t cost) const {
-  if (cost > L_) return kNever;
-  std::vector<Grant> live;
-  for (const Grant& g : grants_) {
-    if (Counts(g, now)) live.push_back(g);
+ private:
+  struct View {
+    int64_t start;
+    int64_t count;
+  };
+  View At(int64_t now) const {
+    // A time before the window's start (clock step back) counts in it.
+    if (has_window_ && now < start_ + P_) return View{start_, count_};
+    return View{first_request_ ? now : WindowStart(now, P_, O_), 0};
   }
-  std::stable_sort(
-      live.begin(), live.end(),
-      [](const Grant& a, const Grant& b) { return a.time < b.time; });
-  const int64_t must_expire = Sum(now) + cost - L_;
-  Check(must_expire > 0, "RetryAfter for a cost that fits");
-  int64_t expired = 0;
-  for (const Grant& g : live) {
-    expired += g.cost;
-    if (expired >= must_expire) return g.time + P_ - now;
+  int64_t O_;
+  bool first_request_;       // windows open at a request, not aligned
+  bool has_window_ = false;  // a charge opened a window
+  int64_t start_ = 0;        // its start
+  int64_t count_ = 0;        // the tokens charged in it
+};
+
+// Sliding window counter over aligned windows: prev = count of the window
+// just before the current one (0 if it had none or is older), e = now -
+// window start (>= 0). Admits iff prev*(P - e) + (cur + c)*P <= L*P.
+// RetryAfter is found by binary search over the (monotone) admission
+// predicate, not by a closed formula.
+class SlidingCounterModel final : public Model<SlidingCounterModel> {
+ public:
+  SlidingCounterModel(int64_t limit, int64_t period_ns, int64_t offset_ns)
+      : Model(limit, period_ns), O_(offset_ns) {}
+  bool Fits(int64_t now, int64_t cost) const override {
+    const View v = At(now);
+    return static_cast<i128>(v.prev) * (P_ - v.e) +
+               (static_cast<i128>(v.cur) + cost) * P_ <=
+           static_cast<i128>(L_) * P_;
   }
-  Die("sliding log: cost <= limit never fits");
-}
+  void Charge(int64_t now, int64_t cost) override {
+    Check(Fits(now, cost), "sliding counter charge that does not fit");
+    const View v = At(now);
+    has_window_ = true;
+    start_ = v.start;
+    prev_ = v.prev;
+    cur_ = v.cur + cost;
+  }
+  int64_t Remaining(int64_t now) const override {
+    const View v = At(now);
+    const i128 room = static_cast<i128>(L_) * P_ -
+                      static_cast<i128>(v.prev) * (P_ - v.e) -
+                      static_cast<i128>(v.cur) * P_;
+    return room <= 0 ? 0 : Narrow(FloorDiv(room, P_));
+  }
+  int64_t ResetAfter(int64_t now) const override {
+    const View v = At(now);
+    // cur weighs on the estimate until the end of the next window; prev
+    // until the end of this one.
+    if (v.cur > 0) return v.start + 2 * P_ - now;
+    if (v.prev > 0) return v.start + P_ - now;
+    return 0;
+  }
+  int64_t RetryAfter(int64_t now, int64_t cost) const override {
+    if (cost > L_) return kNever;
+    Check(!Fits(now, cost), "RetryAfter for a cost that fits");
+    // Two windows after this one both counts are gone, so a cost <= L fits.
+    int64_t lo = now;  // does not fit
+    int64_t hi = At(now).start + 2 * P_;
+    Check(Fits(hi, cost), "sliding counter: no fit two windows later");
+    while (hi - lo > 1) {
+      const int64_t mid = lo + (hi - lo) / 2;
+      if (Fits(mid, cost)) {
+        hi = mid;
+      } else {
+        lo = mid;
+      }
+    }
+    return hi - now;
+  }
+
+ private:
+  struct View {
+    int64_t start;
+    int64_t cur;
+    int64_t prev;
+    int64_t e;
+  };
+  View At(int64_t now) const {
+    View v{};
+    if (!has_window_) {
+      v = View{WindowStart(now, P_, O_), 0, 0, 0};
+    } else if (now >= start_ + P_) {
+      const int64_t start = WindowStart(now, P_, O_);
+      // The current window's count becomes "previous" only if it is the
+      // window immediately before.
+      v = View{start, 0, start == start_ + P_ ? cur_ : 0, 0};
+    } else {
+      v = View{start_, cur_, prev_, 0};
+    }
+    v.e = std::max<int64_t>(now - v.start, 0);
+    return v;
+  }
+  int64_t O_;
+  bool has_window_ = false;
+  int64_t start_ = 0;
+  int64_t cur_ = 0;
+  int64_t prev_ = 0;
+};
+
+// Exact sliding window log: every grant (time, cost) is kept; a grant at t
+// counts while t + P > now. Expiry is irreversible: the log evaluates a
+// call at E = max(now, H), H the latest time any call has shown it, so a
+// call with an older time cannot see room that only exists because a later
+// call expired grants; such a call's grant is booked at E too. A grant is
+// recorded at the start of the granule containing E (granularity > 0) or
+// at E, but never before the newest grant still counting (then it is
+// booked with that one). Durations are reported from the caller's own
+// time. Unbounded memory: this is the ideal the bounded engine log must
+// never be looser than.
+class SlidingLogModel final : public Model<SlidingLogModel> {
+ public:
+  SlidingLogModel(int64_t limit, int64_t period_ns, int64_t granule_ns,
+                  int64_t offset_ns)
+      : Model(limit, period_ns), G_(granule_ns), O_(offset_ns) {}
+  void Touch(int64_t now) override {
+    latest_ = EvalTime(now);
+    has_latest_ = true;
+  }
+  bool Fits(int64_t now, int64_t cost) const override {
+    return static_cast<i128>(Sum(now)) + cost <= L_;
+  }
+  void Charge(int64_t now, int64_t cost) override {
+    // The grant happens when the log evaluated the call (at H if the caller's
+    // clock is behind).
+    const int64_t at = EvalTime(now);
+    int64_t t = G_ > 0 ? WindowStart(at, G_, O_) : at;
+    for (const Grant& g : grants_) {
+      if (Counts(g, now)) t = std::max(t, g.time);
+    }
+    grants_.push_back(Grant{t, cost});
+  }
+  int64_t Remaining(int64_t now) const override { return L_ - Sum(now); }
+  int64_t ResetAfter(int64_t now) const override {
+    bool any = false;
+    int64_t newest = 0;
+    for (const Grant& g : grants_) {
+      if (!Counts(g, now)) continue;
+      newest = any ? std::max(newest, g.time) : g.time;
+      any = true;
+    }
+    return any ? newest + P_ - now : 0;
+  }
+  int64_t RetryAfter(int64_t now, int64_t cost) const override {
+    if (cost > L_) return kNever;
+    std::vector<Grant> live;
+    for (const Grant& g : grants_) {
+      if (Counts(g, now)) live.push_back(g);
+    }
+    std::stable_sort(
+        live.begin(), live.end(),
+        [](const Grant& a, const Grant& b) { return a.time < b.time; });
+    const int64_t must_expire = Sum(now) + cost - L_;
+    Check(must_expire > 0, "RetryAfter for a cost that fits");
+    int64_t expired = 0;
+    for (const Grant& g : live) {
+      expired += g.cost;
+      if (expired >= must_expire) return g.time + P_ - now;
+    }
+    Die("sliding log: cost <= limit never fits");
+  }
+
+  // Tokens counting at `now`.
+  int64_t Sum(int64_t now) const {
+    int64_t sum = 0;
+    for (const Grant& g : grants_) {
+      if (Counts(g, now)) sum += g.cost;
+    }
+    return sum;
+  }
+
+ private:
+  struct Grant {
+    int64_t time;
+    int64_t cost;
+  };
+  // The time the log evaluates at for a call at `now`.
+  int64_t EvalTime(int64_t now) const {
+    return has_latest_ ? std::max(latest_, now) : now;
+  }
+  bool Counts(const Grant& g, int64_t now) const {
+    return g.time + P_ > EvalTime(now);
+  }
+  int64_t G_, O_;
+  bool has_latest_ = false;
+  int64_t latest_ = 0;         // H: the latest time of any call
+  std::vector<Grant> grants_;  // in recording order
+};
+
+}  // namespace
 
 // ------------------------------------------------------------------ Limiter
 

@@ -67,4 +67,49 @@ std::vector<absl::StatusOr<internal::BatchItemResult>> ScriptBatch(
       items);
 }
 
+internal::RedisReply ScriptTest::EvalAcquire(
+    const LimitSpec& spec, std::string_view name,
+    const internal::AcquireArgs& args, const std::vector<std::string>& extra) {
+  std::vector<std::string> argv =
+      internal::AcquireArguments(spec, script_prefix(), name, args);
+  argv.insert(argv.end(), extra.begin(), extra.end());
+  return Eval(internal::lua::kAcquireScript, argv);
+}
+
+int64_t ScriptTest::Granted(const internal::RedisReply& reply) {
+  absl::StatusOr<internal::AcquireResult> a =
+      internal::ParseAcquireReply(reply);
+  EXPECT_TRUE(a.ok()) << a.status();
+  return a.ok() ? a->granted : -1;
+}
+
+absl::StatusOr<internal::AcquireResult> ScriptTest::TryAcquire(
+    const LimitSpec& spec, std::string_view name,
+    const internal::AcquireArgs& args) {
+  return TryScriptAcquire(client(), spec, script_prefix(), name, args);
+}
+
+internal::AcquireResult ScriptTest::Acquire(const LimitSpec& spec,
+                                            std::string_view name,
+                                            const internal::AcquireArgs& args) {
+  return ScriptAcquire(client(), spec, script_prefix(), name, args);
+}
+
+absl::StatusOr<int64_t> ScriptTest::TryRelease(
+    const LimitSpec& spec, std::string_view name,
+    const internal::ReleaseArgs& args) {
+  return TryScriptRelease(client(), spec, script_prefix(), name, args);
+}
+
+int64_t ScriptTest::Release(const LimitSpec& spec, std::string_view name,
+                            const internal::ReleaseArgs& args) {
+  return ScriptRelease(client(), spec, script_prefix(), name, args);
+}
+
+std::vector<absl::StatusOr<internal::BatchItemResult>> ScriptTest::Batch(
+    const LimitSpec& spec, const std::vector<internal::BatchItem>& items,
+    int64_t now_us) {
+  return ScriptBatch(client(), spec, script_prefix(), items, now_us);
+}
+
 }  // namespace tokenlease::testing

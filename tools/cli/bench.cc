@@ -22,7 +22,7 @@
 #include "cli/common.h"
 #include "cli/flag_table.h"
 #include "cli/read_only_redis.h"
-#include "demo/redis_server.h"
+#include "support/redis_server.h"
 
 namespace tokenlease::cli {
 namespace {
@@ -33,7 +33,7 @@ This machine's numbers in under a minute (--quick: a few seconds):
   hot path: ns per decision, one thread, one 32-byte key, every decision
     admitted: a leased decision through a LeaseHandle (a lease in hand), the
     local Limiter through a KeyHandle and by name, next to a std::mutex +
-    std::unordered_map token bucket by name (bench/mutex_baseline.h) and a
+    std::unordered_map token bucket by name (support/mutex_baseline.h) and a
     bare atomic fetch_sub (the floor of a leased decision);
   direct mode: the round trip of one DirectLimiter decision (p50, p99) and
     the throughput with --callers asynchronous calls in flight, pipelined.
@@ -158,13 +158,16 @@ absl::StatusOr<BenchReport> RunBenchmarks(const BenchOptions& options,
   report.options = options;
   report.machine = Machine();
   std::string url = options.url;
-  std::unique_ptr<tools::RedisServer> server;
+  std::unique_ptr<support::RedisServer> server;
   std::string no_redis;
   if (url.empty()) {
     progress << "tokenlease bench: starting a private redis-server\n"
              << std::flush;
-    absl::StatusOr<std::unique_ptr<tools::RedisServer>> s =
-        tools::RedisServer::Start(cancelled);
+    // Its own session: a Ctrl-C stops the measuring, not the server.
+    absl::StatusOr<std::unique_ptr<support::RedisServer>> s =
+        support::StartRedisServer({.own_session = true,
+                                   .name = "tokenlease-bench",
+                                   .cancelled = cancelled});
     if (s.ok()) {
       server = *std::move(s);
       url = server->url();

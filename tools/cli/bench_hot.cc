@@ -1,7 +1,7 @@
 // The hot-path half of `tokenlease bench`: one thread, one 32-byte key,
 // a limit far above what the run can take (every decision admitted, as in
 // bench/hot_path_bench.cc's "admit" load), next to two baselines: the
-// mutex-guarded map of bench/mutex_baseline.h, what a service writes
+// mutex-guarded map of support/mutex_baseline.h, what a service writes
 // before reaching for a library, and a bare atomic fetch_sub, the floor of
 // a leased decision (which is one relaxed fetch_sub on the key's balance).
 #include <algorithm>
@@ -19,7 +19,7 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "cli/bench_parts.h"
-#include "mutex_baseline.h"
+#include "support/mutex_baseline.h"
 #include "tokenlease/tokenlease.h"
 
 namespace tokenlease::cli {

@@ -3,13 +3,12 @@
 // run is bounded by timeout(1).
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
-#include <sys/wait.h>
 
-#include <cstdio>
 #include <string>
 
 #include "absl/strings/str_cat.h"
 #include "testing/redis_test.h"
+#include "testing/shell.h"
 
 namespace tokenlease::cli {
 namespace {
@@ -23,17 +22,9 @@ struct Result {
 
 // Runs the program with `args` (already quoted for the shell).
 Result Program(const std::string& args) {
-  const std::string cmd = absl::StrCat(
-      "timeout -k 5 60 '", TOKENLEASE_CLI_PROGRAM, "' ", args, " 2>&1");
-  Result r;
-  FILE* p = popen(cmd.c_str(), "r");
-  if (p == nullptr) return r;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof(buf), p)) > 0) r.out.append(buf, n);
-  const int status = pclose(p);
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
+  const testing::ShellResult r = testing::RunShell(absl::StrCat(
+      "timeout -k 5 60 '", TOKENLEASE_CLI_PROGRAM, "' ", args, " 2>&1"));
+  return {r.exit_code(), r.out + r.err};
 }
 
 TEST(ProgramTest, HelpListsEveryCommand) {

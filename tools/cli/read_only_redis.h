@@ -1,7 +1,8 @@
 // A synchronous Redis connection that can only read: `tokenlease inspect`
 // and `tokenlease bench`'s server probe send their commands through it,
 // and it refuses any command outside a fixed list of reads (and the
-// login), so no change to the tool can make it write by mistake.
+// login), so no change to the tool can make it write by mistake. A thin
+// layer over the one synchronous client (support/sync_redis.h).
 //
 // Not the library's RedisConnection: that one runs since.lua on every
 // connect, which creates the data-loss marker `tokenlease:since` when it
@@ -11,6 +12,7 @@
 
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -18,8 +20,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "redis/reply.h"
-
-struct redisContext;
+#include "support/sync_redis.h"
 
 namespace tokenlease::cli {
 
@@ -38,9 +39,6 @@ class ReadOnlyRedis {
   // password.
   static absl::StatusOr<std::unique_ptr<ReadOnlyRedis>> Connect(
       absl::string_view url, absl::Duration timeout);
-  ~ReadOnlyRedis();
-  ReadOnlyRedis(const ReadOnlyRedis&) = delete;
-  ReadOnlyRedis& operator=(const ReadOnlyRedis&) = delete;
 
   // Runs one command (binary-safe arguments). An error reply is a reply
   // (type kError), not an error status; the status is an error only when
@@ -50,16 +48,12 @@ class ReadOnlyRedis {
       const std::vector<std::string>& args);
 
   // The endpoint without credentials ("redis://127.0.0.1:6379/0").
-  const std::string& endpoint() const { return endpoint_; }
+  const std::string& endpoint() const { return redis_.endpoint(); }
 
  private:
-  ReadOnlyRedis(redisContext* ctx, std::string endpoint)
-      : ctx_(ctx), endpoint_(std::move(endpoint)) {}
-  absl::StatusOr<internal::RedisReply> Send(
-      const std::vector<std::string>& args);
+  explicit ReadOnlyRedis(support::SyncRedis redis) : redis_(std::move(redis)) {}
 
-  redisContext* ctx_;
-  const std::string endpoint_;
+  support::SyncRedis redis_;
 };
 
 }  // namespace tokenlease::cli

@@ -1,13 +1,14 @@
-// The obvious baseline that bench/hot_path_bench.cc compares tokenlease
-// against: what a typical service writes before reaching for a library. One
+// The obvious baseline that the benchmarks (bench/hot_path_bench.cc,
+// bench/lease_bench.cc and `tokenlease bench`) compare tokenlease against:
+// what a typical service writes before reaching for a library. One
 // smoothly refilling token bucket (double tokens) per key, in a
 // std::unordered_map guarded by a single std::mutex.
 //
 // It returns only a bool: it computes less than tokenlease's Decision
 // (remaining, retry_after, reset_after), so the comparison is, if anything,
 // generous to the baseline.
-#ifndef TOKENLEASE_BENCH_MUTEX_BASELINE_H_
-#define TOKENLEASE_BENCH_MUTEX_BASELINE_H_
+#ifndef TOKENLEASE_SUPPORT_MUTEX_BASELINE_H_
+#define TOKENLEASE_SUPPORT_MUTEX_BASELINE_H_
 
 #include <algorithm>
 #include <cstddef>
@@ -21,6 +22,8 @@
 
 namespace tokenlease_bench {
 
+// Thread-safe (one std::mutex around every call); admits exactly what a
+// double-precision smooth token bucket per key admits.
 class MutexTokenBucketLimiter {
  public:
   // One bucket. Node-based map: a pointer to it stays valid while the
@@ -41,6 +44,7 @@ class MutexTokenBucketLimiter {
   MutexTokenBucketLimiter& operator=(const MutexTokenBucketLimiter&) = delete;
 
   // By name: one hash lookup under the lock (creating the key on first use).
+  // True if `cost` tokens were taken at `now_ns` (or at the current time).
   bool TryAcquire(const std::string& key, int64_t cost, int64_t now_ns) {
     std::lock_guard<std::mutex> lock(mu_);
     auto [it, inserted] = buckets_.try_emplace(key, Bucket{burst_, now_ns});
@@ -51,7 +55,7 @@ class MutexTokenBucketLimiter {
   }
 
   // The handle-like path: resolve once, then skip the lookup but still take
-  // the one mutex on every call.
+  // the one mutex on every call. The bucket lives as long as the limiter.
   Bucket* Resolve(const std::string& key) {
     std::lock_guard<std::mutex> lock(mu_);
     auto [it, inserted] =
@@ -66,6 +70,7 @@ class MutexTokenBucketLimiter {
     return TryAcquire(bucket, cost, absl::GetCurrentTimeNanos());
   }
 
+  // The number of keys seen so far.
   size_t size() {
     std::lock_guard<std::mutex> lock(mu_);
     return buckets_.size();
@@ -95,4 +100,4 @@ class MutexTokenBucketLimiter {
 
 }  // namespace tokenlease_bench
 
-#endif  // TOKENLEASE_BENCH_MUTEX_BASELINE_H_
+#endif  // TOKENLEASE_SUPPORT_MUTEX_BASELINE_H_
