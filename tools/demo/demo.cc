@@ -33,11 +33,12 @@
 #include "demo/instance.h"
 #include "demo/live.h"
 #include "demo/protocol.h"
-#include "demo/redis_probe.h"
-#include "demo/redis_server.h"
 #include "demo/report.h"
 #include "demo/workload.h"
 #include "redis/endpoint.h"
+#include "support/redis_info.h"
+#include "support/redis_server.h"
+#include "support/sync_redis.h"
 
 extern char** environ;  // POSIX: declared by no standard header
 
@@ -59,12 +60,18 @@ bool Interrupted() { return g_sigints > 0 || g_sigterms > 0; }
 // The run's Redis: the private server (none with --url) and the parent's
 // own connection to it (none in local mode).
 struct Redis {
-  std::unique_ptr<RedisServer> server;
-  std::optional<RedisProbe> probe;
+  std::unique_ptr<support::RedisServer> server;
+  std::optional<support::SyncRedis> client;
 
+  // INFO `section`'s text; "" without a connection or an answer.
+  std::string Info(const char* section) {
+    absl::StatusOr<std::string> info =
+        client.has_value() ? client->Info(section) : "";
+    return info.ok() ? *info : "";
+  }
   // A number of INFO `section`; -1 without a connection or the field.
   int64_t Info(const char* section, const char* name) {
-    return probe.has_value() ? probe->Info(section, name) : -1;
+    return support::InfoField(Info(section), name);
   }
 };
 
@@ -126,10 +133,10 @@ class Parent {
                                                     : OutageNow::kNone),
         live_(o, LiveView::StdoutIsTerminal()) {
     run_.windows = NumWindows(o);
-    figures_.ok = redis.probe.has_value();
+    figures_.ok = redis.client.has_value();
     figures_.mem_per_window.assign(run_.windows, -1);
     figures_.mem_before = redis_.Info("memory", "used_memory");
-    if (figures_.ok) cpu_before_ = redis_.probe->CpuUsec();
+    cpu_before_ = support::ServerCpuUsec(redis_.Info("cpu"));
   }
 
   // Runs the instances to the end and prints the report; the exit status.
@@ -258,7 +265,7 @@ class Parent {
         redis_.server->Kill();
         figures_.restarted = true;  // its counters died with it
       } else {
-        kill(redis_.server->pid(), SIGSTOP);
+        redis_.server->Pause();
       }
       outage_ = OutageNow::kOn;
       note = absl::StrFormat(
@@ -277,14 +284,13 @@ class Parent {
     if (outage_ != OutageNow::kOn) return;
     outage_ = OutageNow::kOver;
     if (o_.outage_kind == OutageKind::kStop) {
-      kill(redis_.server->pid(), SIGCONT);
-    } else if (absl::Status s = redis_.server->Restart(Interrupted); !s.ok()) {
+      redis_.server->Resume();
+    } else if (absl::Status s = redis_.server->Restart(); !s.ok()) {
       std::fprintf(stderr, "tokenlease demo: restarting redis-server: %s\n",
                    std::string(s.message()).c_str());
-    } else if (absl::StatusOr<RedisProbe> p =
-                   RedisProbe::Connect(redis_.server->url());
-               p.ok()) {
-      redis_.probe = *std::move(p);  // the old connection died with it
+    } else if (absl::StatusOr<support::SyncRedis> c = redis_.server->Connect();
+               c.ok()) {
+      redis_.client = *std::move(c);  // the old connection died with it
     }
   }
 
@@ -365,17 +371,19 @@ class Parent {
       return 0;
     }
     if (figures_.ok) {
-      RedisProbe& p = *redis_.probe;
-      figures_.script_calls = p.ScriptCalls();
-      figures_.script_usec = p.ScriptUsec();
-      const int64_t cpu = p.CpuUsec();
+      const std::string calls = redis_.Info("commandstats");
+      figures_.script_calls = support::ScriptCalls(calls);
+      figures_.script_usec = support::ScriptUsec(calls);
+      const int64_t cpu = support::ServerCpuUsec(redis_.Info("cpu"));
       if (cpu_before_ >= 0 && cpu >= cpu_before_) {
         figures_.cpu_usec = cpu - cpu_before_;
       }
       figures_.commands_processed =
           redis_.Info("stats", "total_commands_processed");
       figures_.mem_end = redis_.Info("memory", "used_memory");
-      figures_.dbsize = p.Integer("DBSIZE");
+      absl::StatusOr<internal::RedisReply> keys =
+          redis_.client->Run({"DBSIZE"});
+      figures_.dbsize = keys.ok() && !keys->is_error() ? keys->integer : -1;
     }
     const Totals totals = Aggregate(run_);
     absl::Status s = o_.csv.empty() ? absl::OkStatus()
@@ -437,35 +445,37 @@ int RunParent(DemoOptions o, const std::string& choices,
   Redis redis;
   std::string where = "no redis-server (local mode)";
   if (o.mode != Mode::kLocal) {
-    absl::Status s;
+    // In a session of its own: a Ctrl-C at the terminal must not stop it
+    // under the instances' final lease returns and the summary's probes.
+    absl::StatusOr<std::unique_ptr<support::RedisServer>> server = nullptr;
     if (o.url.empty()) {
-      absl::StatusOr<std::unique_ptr<RedisServer>> server =
-          RedisServer::Start(Interrupted);
-      s = server.status();
-      if (s.ok()) {
-        redis.server = *std::move(server);
-        o.url = redis.server->url();
-      }
+      server = support::StartRedisServer({.own_session = true,
+                                          .name = "tokenlease-demo",
+                                          .cancelled = Interrupted});
     }
-    absl::StatusOr<RedisProbe> probe =
-        s.ok() ? RedisProbe::Connect(o.url) : absl::StatusOr<RedisProbe>(s);
-    if (!probe.ok()) {
+    absl::StatusOr<support::SyncRedis> client =
+        !server.ok()         ? server.status()
+        : *server != nullptr ? (*server)->Connect()
+                             : support::SyncRedis::Connect(o.url);
+    if (!client.ok()) {
       std::fprintf(stderr, "%s\n",
                    Interrupted() ? "interrupted while starting redis-server"
                                  : absl::StrCat("tokenlease demo: ",
-                                                probe.status().message())
+                                                client.status().message())
                                        .c_str());
       return Interrupted() ? 130 : 1;
     }
-    redis.probe.emplace(*std::move(probe));
+    redis.server = *std::move(server);
+    redis.client.emplace(*std::move(client));
+    if (redis.server != nullptr) o.url = redis.server->url();
     where = absl::StrCat(
         "redis-server v=",
-        InfoText(redis.probe->Command("INFO server"), "redis_version"), " ",
+        support::InfoText(redis.Info("server"), "redis_version"), " ",
         redis.server != nullptr
             ? absl::StrFormat("on 127.0.0.1:%d (pid %d)", redis.server->port(),
                               redis.server->pid())
             : absl::StrCat("at ", internal::RedactRedisUrl(o.url)));
-    redis.probe->Command("CONFIG RESETSTAT");
+    redis.client->Run({"CONFIG", "RESETSTAT"}).IgnoreError();
   }
   std::printf("# %s; load average: %s\n%s%s", where.c_str(),
               LoadAverage().c_str(), Banner(o, choices).c_str(), note.c_str());

@@ -25,10 +25,10 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
-#include "demo/redis_server.h"
 #include "demo/svg_test.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "support/redis_server.h"
 
 namespace tokenlease::tools {
 namespace {
@@ -134,7 +134,7 @@ class DemoEndToEndTest : public ::testing::Test {
                       "`tokenlease` program)";
     }
     cli_ = cli;
-    ASSERT_NE(FindOnPath("redis-server"), "")
+    ASSERT_NE(support::FindOnPath("redis-server"), "")
         << "redis-server is not on PATH: apt-get install redis-server";
     const char* tmp = std::getenv("TMPDIR");
     std::string dir = absl::StrCat(tmp != nullptr && *tmp ? tmp : "/tmp",
@@ -170,7 +170,9 @@ TEST_F(DemoEndToEndTest, AShortRunWithAnOutageHoldsTheLimit) {
   EXPECT_THAT(out, HasSubstr("  STOPPED "));  // rows during the outage
   EXPECT_THAT(out, HasSubstr("redis-server stopped (SIGSTOP)"));
   EXPECT_THAT(out, HasSubstr("redis-server resumed (SIGCONT)"));
-  EXPECT_THAT(out, HasSubstr("healthy -> down"));
+  // Judged down (from healthy, or from degraded on a loaded machine where a
+  // reply was slow just before).
+  EXPECT_THAT(out, HasSubstr(" -> down ("));
   EXPECT_THAT(out, Not(HasSubstr("\x1b[")));
 
   // The summary: every phase, each within its bound.
