@@ -4,7 +4,7 @@
 # Expects log() and die() from the sourcing script.
 
 readonly TOKENLEASE_PACKAGES=(build-essential cmake ninja-build pkg-config
-  libabsl-dev libhiredis-dev libevent-dev libgtest-dev libgmock-dev
+  libabsl-dev libhiredis-dev libevent-dev libgtest-dev libgmock-dev libxml2-dev
   libbenchmark-dev redis-server clang-format clang-14 libclang-rt-14-dev)
 
 install_missing_packages() {

@@ -1,185 +1,364 @@
-// The run's chart (chart.h).
+// The run's SVG chart (chart.h).
 #include "demo/chart.h"
 
 #include <algorithm>
 #include <cerrno>
+#include <cmath>
 #include <cstdio>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_replace.h"
 #include "demo/format.h"
-#include "demo/phases.h"
-#include "demo/workload.h"
 
 namespace tokenlease::tools {
 namespace {
 
-constexpr char kGlobalColor[] = "#1f4e9c";
-constexpr char kLimitColor[] = "#d62728";
-constexpr char kShareColor[] = "#555555";
-constexpr char kOutageColor[] = "#f4a259";
-// Instances: distinct hues that stay apart from the global line's blue and
-// the limit's red.
+constexpr int kWidth = 1000, kHeight = 580;
+// The plot's margins: the y tick labels, the title and two subtitle lines,
+// the x tick labels and label; then a 20 px row per legend row.
+constexpr double kLeft = 78, kRight = 976, kTop = 80, kBelow = 58;
+constexpr double kCharWidth = 6.6;  // 12 px sans-serif, roughly
+// Instances: hues apart from the global line's blue and the limit's red;
+// instances after these are grey and left out of the legend.
 constexpr const char* kInstanceColors[] = {"#e6862e", "#2e9e4f", "#9a5bbd",
                                            "#17becf", "#b8860b", "#8c564b",
                                            "#e377c2", "#7f7f7f"};
-constexpr size_t kNamedInstances = std::size(kInstanceColors);
-// A phase shorter than this fraction of the run is too narrow for its note
-// on the same row as its neighbours'.
-constexpr double kNarrowPhase = 0.2;
 
-// A step per window: the window's count over its length, held across it.
-// The run ended at `end_s` (the last window may be partial).
-std::vector<std::pair<double, double>> Steps(
-    const DemoOptions& o, int64_t windows, double end_s,
-    const std::vector<int64_t>& per_window) {
+// A line: a step series (dash "") or a horizontal rule from points[0] to
+// points[1]; or the outage band (box) over points[0].first to [1].first.
+struct Item {
+  std::string name, color, css, dash;
+  double width = 1.5, opacity = 1;
   std::vector<std::pair<double, double>> points;
-  const double len = o.window_ms / 1000.0;
-  for (int64_t w = 0; w < windows; ++w) {
-    const double from = static_cast<double>(w) * len;
-    const double to = std::min(from + len, end_s);
-    if (to <= from) break;
-    const double rate = static_cast<double>(per_window[w]) / (to - from);
-    points.emplace_back(from, rate);
-    points.emplace_back(to, rate);
-  }
-  return points;
+  bool box = false;
+};
+
+// Whole numbers with thousands separators, else %g.
+std::string TickLabel(double v) {
+  return std::fabs(v - std::round(v)) < 1e-9 ? Commas(std::llround(v))
+                                             : absl::StrFormat("%g", v);
 }
 
-std::string Title(const DemoOptions& o) {
-  std::string out = absl::StrFormat(
+// A <text> element: `attributes` as written, then the escaped text.
+std::string Text(absl::string_view attributes, absl::string_view text) {
+  return absl::StrCat("<text ", attributes, ">", XmlEscape(text), "</text>\n");
+}
+
+// The items in the legend's order: the lines (all instances, then each:
+// its rate per window held across the window), the rules, the band.
+std::vector<Item> Items(const DemoOptions& o, const RunRecord& run,
+                        const Totals& t, double end_s, double x_max) {
+  std::vector<Item> items;
+  const double len = o.window_ms / 1000.0;
+  for (size_t i = 0; i <= run.reports.size(); ++i) {
+    const bool all = i == 0, named = i <= std::size(kInstanceColors);
+    Item line{all     ? "all instances"
+              : named ? absl::StrCat("instance ", i - 1)
+                      : "",
+              all     ? "#1f4e9c"
+              : named ? kInstanceColors[i - 1]
+                      : "#bbbbbb",
+              all ? "global" : "instance",
+              "",
+              all ? 2.6 : 1.3,
+              all ? 1 : 0.9,
+              {}};
+    for (int64_t w = 0; w < run.windows && w * len < end_s; ++w) {
+      const double to = std::min((w + 1) * len, end_s);
+      const double rate = (all ? t.windows[w] : run.reports[i - 1].windows[w])
+                              .counts.hot_admitted /
+                          (to - w * len);
+      line.points.insert(line.points.end(), {{w * len, rate}, {to, rate}});
+    }
+    items.push_back(std::move(line));
+  }
+  const double limit = o.limit;
+  items.push_back({absl::StrCat("limit ", Commas(o.limit), "/s"),
+                   "#d62728",
+                   "limit",
+                   "8 5",
+                   2,
+                   1,
+                   {{0, limit}, {x_max, limit}}});
+  const double to = std::min(o.OutageEnd(), x_max);
+  const double share = o.limit / o.FallbackInstances();
+  if (o.mode == Mode::kLocal) {
+    items.push_back(
+        {absl::StrCat("one instance's limit: limit / ", o.instances),
+         "#555555",
+         "share",
+         "3 3",
+         1.5,
+         1,
+         {{0, share}, {x_max, share}}});
+  }
+  if (!o.HasOutage() || o.outage_at >= x_max) return items;
+  if (o.failure_mode == FailureMode::kFailLocal) {
+    items.push_back(
+        {absl::StrCat("one instance's share while Redis is away: limit / ",
+                      o.FallbackInstances()),
+         "#555555",
+         "share",
+         "3 3",
+         1.5,
+         1,
+         {{o.outage_at, share}, {to, share}}});
+  }
+  items.push_back(
+      {absl::StrCat("redis-server ",
+                    o.outage_kind == OutageKind::kKill ? "killed (kill -9)"
+                                                       : "stopped (SIGSTOP)",
+                    ": ", FailureModeName(o.failure_mode)),
+       "#f4a259",
+       "outage",
+       "",
+       0,
+       0.28,
+       {{o.outage_at, 0}, {to, 0}},
+       true});
+  return items;
+}
+
+// The title, and the subtitle's two lines: what is drawn, then the verdict.
+std::vector<std::string> Titles(const DemoOptions& o, const PhaseRow& whole) {
+  std::string title = absl::StrFormat(
       "tokenlease: %d instance%s share %s", o.instances,
       o.instances == 1 ? "" : "s",
       o.keys == KeyDist::kHot
           ? absl::StrCat("one limit of ", Commas(o.limit), "/s")
           : absl::StrCat("limits of ", Commas(o.limit), "/s on ",
                          Commas(o.zipf_keys), " keys"));
-  if (o.outage && o.mode != Mode::kLocal) {
+  std::string verdict;
+  if (o.HasOutage()) {
     absl::StrAppendFormat(
-        &out, "; Redis %s from %g s to %g s",
+        &title, "; Redis %s from %g s to %g s",
         o.outage_kind == OutageKind::kKill ? "killed" : "stopped", o.outage_at,
         o.OutageEnd());
+    verdict =
+        absl::StrCat(FailureModeName(o.failure_mode), " while Redis is away");
+    if (o.failure_mode == FailureMode::kFailLocal) {
+      absl::StrAppend(&verdict, " (each instance enforces limit / ",
+                      o.FallbackInstances(), ")");
+    }
+    verdict += "; ";
   }
-  return out;
-}
-
-// Two lines: what is drawn, then the verdict.
-std::string Subtitle(const DemoOptions& o, const PhaseRow& whole) {
-  std::string out = absl::StrFormat(
-      "%s's admitted rate per %g s window, over all instances and each; %s "
-      "mode, burst %s, offered %s/s",
-      o.keys == KeyDist::kHot ? "the hot key" : "the hottest key",
-      o.window_ms / 1000.0, ModeName(o.mode), Commas(o.burst),
-      Commas(static_cast<int64_t>(o.offered)));
-  out += "\n";
-  if (o.outage && o.mode != Mode::kLocal) {
-    absl::StrAppendFormat(
-        &out, "%s while Redis is away%s; ", FailureModeName(o.failure_mode),
-        o.failure_mode == FailureMode::kFailLocal
-            ? absl::StrCat(" (each instance enforces limit / ",
-                           o.FallbackInstances(), ")")
-            : "");
-  }
-  absl::StrAppendFormat(&out, "whole run: %.1f%% of the limit",
+  absl::StrAppendFormat(&verdict, "whole run: %.1f%% of the limit",
                         100.0 * whole.Rate() / o.limit);
   if (whole.checked) {
-    absl::StrAppend(&out,
-                    static_cast<double>(whole.hot_admitted) <= whole.bound
-                        ? ", within its bound ("
-                        : ", OVER its bound (",
+    absl::StrAppend(&verdict,
+                    whole.hot_admitted <= whole.bound ? ", within its bound ("
+                                                      : ", OVER its bound (",
                     whole.formula.substr(0, whole.formula.find(" = ")), ")");
   }
-  return out;
+  return {title,
+          absl::StrFormat(
+              "%s's admitted rate per %g s window, over all instances and "
+              "each; %s mode, burst %s, offered %s/s",
+              o.keys == KeyDist::kHot ? "the hot key" : "the hottest key",
+              o.window_ms / 1000.0, ModeName(o.mode), Commas(o.burst),
+              Commas(static_cast<int64_t>(o.offered))),
+          verdict};
 }
 
 }  // namespace
 
-LineChart RunChart(const DemoOptions& o, const RunRecord& run,
-                   const Totals& t) {
-  LineChart c;
-  const bool hot = o.keys == KeyDist::kHot;
-  const std::vector<PhaseRow> rows =
-      PhaseRows(o, t.duration_s, t.hot_offered, t.hot_admitted, t.phases,
-                t.latency_phase, t.latency, t.health_events, run.start_ns);
-  c.title = Title(o);
-  c.subtitle = Subtitle(o, rows.back());
-  // Each outage phase's rate against the limit, over the phase; in
-  // alternate rows when a phase is too narrow for its note.
+std::vector<double> NiceTicks(double max, int most) {
+  if (!(max > 0)) max = 1;
+  most = std::max(1, most);
+  const double magnitude = std::pow(10, std::floor(std::log10(max / most)));
+  double step = magnitude;
+  for (double m : {1.0, 2.0, 5.0, 10.0}) {
+    step = m * magnitude;
+    if (std::ceil(max / step - 1e-9) <= most) break;
+  }
+  std::vector<double> ticks;
+  for (int i = 0;; ++i) {
+    ticks.push_back(i * step);
+    if (i * step >= max - 1e-9 * step) return ticks;
+  }
+}
+
+std::string XmlEscape(absl::string_view text) {
+  return absl::StrReplaceAll(text, {{"&", "&amp;"},
+                                    {"<", "&lt;"},
+                                    {">", "&gt;"},
+                                    {"\"", "&quot;"},
+                                    {"'", "&apos;"}});
+}
+
+std::string RunChartSvg(const DemoOptions& o, const RunRecord& run,
+                        const Totals& t) {
+  const std::vector<PhaseRow> rows = PhaseRows(o, run, t);
+  // An interrupted run ends at the interruption.
+  double end_s = o.seconds;
+  if (run.interrupted_ns > run.start_ns) {
+    end_s = std::min(end_s, (run.interrupted_ns - run.start_ns) / 1e9);
+  }
+  const double x_max =
+      std::max(1e-9, std::min(end_s, run.windows * o.window_ms / 1000.0));
+  const std::vector<Item> items = Items(o, run, t, end_s, x_max);
+  // The legend's rows, left to right and wrapped (an item wider than a row
+  // gets one of its own); the plot takes the height left.
+  std::vector<std::vector<const Item*>> legend;
+  double used = 0, largest = 0;
+  for (const Item& it : items) {
+    for (const auto& [x, y] : it.points) largest = std::max(largest, y);
+    if (it.name.empty()) continue;
+    const double w = 40 + kCharWidth * it.name.size();
+    if (legend.empty() || (used > 0 && used + w > kRight - kLeft)) {
+      legend.emplace_back();
+      used = 0;
+    }
+    legend.back().push_back(&it);
+    used += w;
+  }
+  const double bottom = kHeight - kBelow - 20.0 * legend.size();
+  const std::vector<double> y_ticks = NiceTicks(1.1 * largest, 8);
+  auto X = [&](double x) { return kLeft + x / x_max * (kRight - kLeft); };
+  auto Y = [&](double y) {
+    return bottom - y / y_ticks.back() * (bottom - kTop);
+  };
+
+  const std::vector<std::string> titles = Titles(o, rows.back());
+  std::string out = absl::StrFormat(
+      "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<svg xmlns=\"http://"
+      "www.w3.org/2000/svg\" version=\"1.1\" width=\"%d\" height=\"%d\" "
+      "viewBox=\"0 0 %d %d\" font-family=\"DejaVu Sans, Helvetica, Arial, "
+      "sans-serif\" font-size=\"12\">\n<title>%s</title>\n<rect "
+      "class=\"background\" width=\"100%%\" height=\"100%%\" fill=\"#fff\"/>\n",
+      kWidth, kHeight, kWidth, kHeight, XmlEscape(titles[0]));
+  out += Text(
+      "class=\"title\" x=\"78\" y=\"24\" font-size=\"16\" "
+      "font-weight=\"bold\"",
+      titles[0]);
+  for (int i = 1; i <= 2; ++i) {
+    out += Text(absl::StrFormat("class=\"subtitle\" x=\"78\" y=\"%d\" "
+                                "fill=\"#555\"",
+                                26 + 16 * i),
+                titles[i]);
+  }
+  // Under the lines: the band, the grid and the axes.
+  for (const Item& b : items) {
+    if (!b.box) continue;
+    const double x0 = X(b.points[0].first), x1 = X(b.points[1].first);
+    absl::StrAppendFormat(
+        &out,
+        "<rect class=\"band outage\" x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" "
+        "height=\"%.1f\" fill=\"%s\" fill-opacity=\"%g\"/>\n",
+        x0, kTop, x1 - x0, bottom - kTop, b.color, b.opacity);
+    out += Text(absl::StrFormat("class=\"band-label\" x=\"%.1f\" y=\"%.1f\" "
+                                "text-anchor=\"middle\" fill=\"#7a4100\"",
+                                (x0 + x1) / 2, kTop + 16),
+                b.name);
+  }
+  out += "<g class=\"axes\" fill=\"#333\">\n";
+  for (double y : y_ticks) {
+    absl::StrAppendFormat(&out,
+                          "<line class=\"grid\" x1=\"%.1f\" y1=\"%.1f\" "
+                          "x2=\"%.1f\" y2=\"%.1f\" stroke=\"#e3e3e3\"/>\n",
+                          kLeft, Y(y), kRight, Y(y));
+    out += Text(absl::StrFormat("class=\"y-tick\" x=\"%.1f\" y=\"%.1f\" "
+                                "text-anchor=\"end\"",
+                                kLeft - 8, Y(y) + 4),
+                TickLabel(y));
+  }
+  for (double x : NiceTicks(x_max, 12)) {
+    if (x > x_max + 1e-9) break;
+    out += Text(absl::StrFormat("class=\"x-tick\" x=\"%.1f\" y=\"%.1f\" "
+                                "text-anchor=\"middle\"",
+                                X(x), bottom + 18),
+                TickLabel(x));
+  }
+  const double mid = (kTop + bottom) / 2;
+  absl::StrAppendFormat(&out,
+                        "<path class=\"axis\" fill=\"none\" stroke=\"#333\" "
+                        "d=\"M%.1f %.1fV%.1fH%.1f\"/>\n",
+                        kLeft, kTop, bottom, kRight);
+  out += Text(absl::StrFormat("class=\"x-label\" x=\"%.1f\" y=\"%.1f\" "
+                              "text-anchor=\"middle\"",
+                              (kLeft + kRight) / 2, bottom + 38),
+              absl::StrFormat("seconds since the start (windows of %g s)",
+                              o.window_ms / 1000.0));
+  out += Text(absl::StrFormat("class=\"y-label\" x=\"18\" y=\"%.1f\" "
+                              "text-anchor=\"middle\" transform=\"rotate(-90 "
+                              "18 %.1f)\"",
+                              mid, mid),
+              o.keys == KeyDist::kHot ? "admitted per second"
+                                      : "admitted per second (rank 0)");
+  out += "</g>\n";
+  // The lines, then the rules over them (a line on the limit must not hide
+  // it).
+  for (const Item& it : items) {
+    if (it.box || !it.dash.empty()) continue;
+    std::vector<std::string> xy;
+    for (const auto& [x, y] : it.points) {
+      xy.push_back(absl::StrFormat("%.1f,%.1f", X(x), Y(y)));
+    }
+    absl::StrAppendFormat(
+        &out,
+        "<polyline class=\"series %s\" data-name=\"%s\" points=\"%s\" "
+        "fill=\"none\" stroke=\"%s\" stroke-width=\"%g\" "
+        "stroke-opacity=\"%g\"/>\n",
+        it.css, XmlEscape(it.name), absl::StrJoin(xy, " "), it.color, it.width,
+        it.opacity);
+  }
+  for (const Item& it : items) {
+    if (it.dash.empty()) continue;
+    absl::StrAppendFormat(
+        &out,
+        "<line class=\"rule %s\" x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" "
+        "y2=\"%.1f\" stroke=\"%s\" stroke-width=\"%g\" "
+        "stroke-dasharray=\"%s\"/>\n",
+        it.css, X(it.points[0].first), Y(it.points[0].second),
+        X(it.points[1].first), Y(it.points[1].second), it.color, it.width,
+        it.dash);
+  }
+  // Each outage phase's rate over it; in alternate rows when a phase is
+  // too narrow (a fifth of the run) for its note beside its neighbours'.
   bool narrow = false;
   for (size_t i = 0; i + 1 < rows.size(); ++i) {
-    narrow |= rows[i].Seconds() < kNarrowPhase * o.seconds;
+    narrow |= rows[i].Seconds() < 0.2 * o.seconds;
   }
   for (size_t i = 0; i + 1 < rows.size(); ++i) {
     const PhaseRow& r = rows[i];
-    const std::string name = r.name.substr(0, r.name.find_first_of(" :"));
-    c.notes.push_back(ChartNote{(r.from_s + r.to_s) / 2,
-                                narrow ? 1 + static_cast<int>(i % 2) : 1,
-                                absl::StrFormat("%s: %.1f%% of the limit", name,
-                                                100.0 * r.Rate() / o.limit),
-                                "phase"});
+    out += Text(absl::StrFormat("class=\"note phase\" x=\"%.1f\" y=\"%.1f\" "
+                                "text-anchor=\"middle\"",
+                                X((r.from_s + r.to_s) / 2),
+                                kTop + 16 * (narrow ? 2 + i % 2 : 2)),
+                absl::StrFormat("%s: %.1f%% of the limit",
+                                r.name.substr(0, r.name.find_first_of(" :")),
+                                100.0 * r.Rate() / o.limit));
   }
-  c.x_label = absl::StrFormat("seconds since the start (windows of %g s)",
-                              o.window_ms / 1000.0);
-  c.y_label = hot ? "admitted per second" : "admitted per second (rank 0)";
-  c.x_min = 0;
-  // An interrupted run ends at the interruption.
-  const double end_s =
-      run.interrupted_ns > run.start_ns
-          ? std::min(
-                o.seconds,
-                static_cast<double>(run.interrupted_ns - run.start_ns) / 1e9)
-          : o.seconds;
-  c.x_max =
-      std::min(end_s, static_cast<double>(run.windows) * o.window_ms / 1000.0);
-  if (o.outage && o.mode != Mode::kLocal && o.outage_at < c.x_max) {
-    c.bands.push_back(ChartBand{
-        o.outage_at, std::min(o.OutageEnd(), c.x_max),
-        absl::StrCat("redis-server ",
-                     o.outage_kind == OutageKind::kKill ? "killed (kill -9)"
-                                                        : "stopped (SIGSTOP)",
-                     ": ", FailureModeName(o.failure_mode)),
-        kOutageColor, 0.28, "outage"});
-  }
-  c.rules.push_back(ChartRule{static_cast<double>(o.limit),
-                              absl::StrCat("limit ", Commas(o.limit), "/s"),
-                              kLimitColor, "8 5", 2.0, "limit", std::nullopt});
-  const double share = static_cast<double>(o.limit / o.FallbackInstances());
-  if (o.mode == Mode::kLocal) {
-    c.rules.push_back(
-        ChartRule{static_cast<double>(o.limit / o.instances),
-                  absl::StrCat("one instance's limit: limit / ", o.instances),
-                  kShareColor, "3 3", 1.5, "share", std::nullopt});
-  } else if (!c.bands.empty() && o.failure_mode == FailureMode::kFailLocal) {
-    c.rules.push_back(ChartRule{
-        share,
-        absl::StrCat("one instance's share while Redis is away: limit / ",
-                     o.FallbackInstances()),
-        kShareColor, "3 3", 1.5, "share",
-        std::make_pair(c.bands[0].from, c.bands[0].to)});
-  }
-  std::vector<int64_t> counts(run.windows);
-  for (int64_t w = 0; w < run.windows; ++w) counts[w] = t.all[w].hot_admitted;
-  c.series.push_back(ChartSeries{"all instances", kGlobalColor, 2.6, 1,
-                                 "global",
-                                 Steps(o, run.windows, end_s, counts)});
-  for (size_t i = 0; i < run.reports.size(); ++i) {
-    for (int64_t w = 0; w < run.windows; ++w) {
-      counts[w] = run.reports[i].windows[w].hot_admitted;
+  out += "<g class=\"legend\" fill=\"#333\">\n";
+  for (size_t row = 0; row < legend.size(); ++row) {
+    const double y = bottom + kBelow + 20.0 * row;
+    double x = kLeft;
+    for (const Item* it : legend[row]) {
+      absl::StrAppendFormat(
+          &out,
+          it->box ? "<rect x=\"%.1f\" y=\"%.1f\" width=\"16\" height=\"12\" "
+                    "fill=\"%s\" fill-opacity=\"%g\"/>\n"
+                  : "<path d=\"M%.1f %.1fh16\" stroke=\"%s\" "
+                    "stroke-opacity=\"%g\" stroke-width=\"2\" "
+                    "stroke-dasharray=\"%s\"/>\n",
+          x, it->box ? y - 6 : y, it->color, it->opacity,
+          it->dash.empty() ? "none" : "4 3");
+      out += Text(absl::StrFormat("x=\"%.1f\" y=\"%.1f\"", x + 22, y + 4),
+                  it->name);
+      x += 40 + kCharWidth * it->name.size();
     }
-    const bool named = i < kNamedInstances;
-    c.series.push_back(ChartSeries{named ? absl::StrCat("instance ", i) : "",
-                                   named ? kInstanceColors[i] : "#bbbbbb", 1.3,
-                                   0.9, "instance",
-                                   Steps(o, run.windows, end_s, counts)});
   }
-  return c;
+  return out + "</g>\n</svg>\n";
 }
 
 absl::Status WriteChart(const DemoOptions& o, const RunRecord& run,
                         const Totals& t) {
-  const std::string svg = RenderSvg(RunChart(o, run, t));
+  const std::string svg = RunChartSvg(o, run, t);
   auto error = [&](int err) {
     return absl::ErrnoToStatus(
         err, absl::StrCat("cannot write the chart to ", o.chart,
@@ -191,8 +370,7 @@ absl::Status WriteChart(const DemoOptions& o, const RunRecord& run,
   const bool wrote = std::fwrite(svg.data(), 1, svg.size(), f) == svg.size();
   const int write_errno = errno;
   if (std::fclose(f) != 0) return error(errno);
-  if (!wrote) return error(write_errno);
-  return absl::OkStatus();
+  return wrote ? absl::OkStatus() : error(write_errno);
 }
 
 }  // namespace tokenlease::tools

@@ -1,8 +1,18 @@
-// `tokenlease demo`, the live multi-instance demo: parses the flags, and
-// either runs as an instance process (instance.h) or as the parent, which
-// starts a private redis-server if needed (redis_server.h), spawns the
-// instances (spawn.h), polls their pipes (protocol.h), prints the live rows
-// (live.h) and the summary (report.h), and handles Ctrl-C.
+// `tokenlease demo`, the live multi-instance demo. The parent (demo.cc)
+// parses the flags (flags.h, one table), starts a private redis-server
+// (support/redis_server.h) unless --url, re-runs this binary as instance
+// processes (instance.h: load threads deciding through targets.h, the one
+// file that calls the limiters), reads their lines (protocol.h), drives the
+// outage, prints the live rows (live.h), and at the end the summary with
+// its bounds (report.h, bounds.cc), the CSV and the SVG chart (chart.h);
+// workload.h is the load both sides compute from the same options.
+//
+// What stays large, and why: the summary (report.cc, bounds.cc) prints
+// each bound as its formula with the run's numbers and the outage as the
+// instances lived it, because the demo's point is that the limit held and
+// by how much, checked, not asserted; the flags' help text (flags.cc) is
+// the demo's documentation of every option it passes to the library; the
+// chart is written by hand (no SVG dependency for writing).
 #ifndef TOKENLEASE_TOOLS_DEMO_DEMO_H_
 #define TOKENLEASE_TOOLS_DEMO_DEMO_H_
 
@@ -11,7 +21,8 @@ namespace tokenlease::tools {
 // Runs `tokenlease demo` with the whole command line (argv[1] is "demo").
 // Returns the exit status: 0 when the run completed (even if a bound was
 // exceeded) or was stopped by one Ctrl-C, 1 if it could not run or an
-// instance failed, 2 on invalid flag values, 130 on a second Ctrl-C.
+// instance failed, 2 on invalid flags or flag values, 130 on a second
+// Ctrl-C.
 int RunDemo(int argc, char** argv);
 
 }  // namespace tokenlease::tools

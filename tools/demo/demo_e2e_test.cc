@@ -25,18 +25,20 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
-#include "demo/redis_server.h"
-#include "demo/xml_check.h"
+#include "demo/svg_test.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "support/redis_server.h"
 
 namespace tokenlease::tools {
 namespace {
 
+using testing::Find;
 using ::testing::HasSubstr;
 using ::testing::Not;
-using testing::ParseXml;
-using testing::XmlElement;
+using testing::ParseSvg;
+using testing::Position;
+using testing::SvgElement;
 
 // The run: 5 s, 2,000/s (burst 200), windows of 250 ms, Redis stopped
 // from 1.5 s to 3 s. The load is sized by the machine, as by default.
@@ -123,26 +125,6 @@ CsvPhases ReadCsv(const std::string& text) {
   return p;
 }
 
-double Num(const std::string& s) {
-  std::string plain = s;
-  plain.erase(std::remove(plain.begin(), plain.end(), ','), plain.end());
-  double v = NAN;
-  EXPECT_TRUE(absl::SimpleAtod(plain, &v)) << s;
-  return v;
-}
-
-// The pixel position of value `v` on an axis, from its tick labels.
-double Position(const std::vector<const XmlElement*>& ticks,
-                const char* coordinate, double v) {
-  EXPECT_GE(ticks.size(), 2u);
-  if (ticks.size() < 2) return NAN;
-  const XmlElement& a = *ticks.front();
-  const XmlElement& b = *ticks.back();
-  const double va = Num(a.text), vb = Num(b.text);
-  const double pa = Num(a.Attr(coordinate)), pb = Num(b.Attr(coordinate));
-  return pa + (v - va) / (vb - va) * (pb - pa);
-}
-
 class DemoEndToEndTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -152,7 +134,7 @@ class DemoEndToEndTest : public ::testing::Test {
                       "`tokenlease` program)";
     }
     cli_ = cli;
-    ASSERT_NE(FindOnPath("redis-server"), "")
+    ASSERT_NE(support::FindOnPath("redis-server"), "")
         << "redis-server is not on PATH: apt-get install redis-server";
     const char* tmp = std::getenv("TMPDIR");
     std::string dir = absl::StrCat(tmp != nullptr && *tmp ? tmp : "/tmp",
@@ -188,7 +170,9 @@ TEST_F(DemoEndToEndTest, AShortRunWithAnOutageHoldsTheLimit) {
   EXPECT_THAT(out, HasSubstr("  STOPPED "));  // rows during the outage
   EXPECT_THAT(out, HasSubstr("redis-server stopped (SIGSTOP)"));
   EXPECT_THAT(out, HasSubstr("redis-server resumed (SIGCONT)"));
-  EXPECT_THAT(out, HasSubstr("healthy -> down"));
+  // Judged down (from healthy, or from degraded on a loaded machine where a
+  // reply was slow just before).
+  EXPECT_THAT(out, HasSubstr(" -> down ("));
   EXPECT_THAT(out, Not(HasSubstr("\x1b[")));
 
   // The summary: every phase, each within its bound.
@@ -222,30 +206,22 @@ TEST_F(DemoEndToEndTest, AShortRunWithAnOutageHoldsTheLimit) {
             0.25 * kLimit * (kSeconds - kOutageAt - kOutageSeconds));
 
   // The chart: well-formed, the outage shaded over 1.5-3 s of its x axis,
-  // the limit at 2,000 on its y axis.
+  // the limit at 2,000 on its y axis, a step per window.
   EXPECT_THAT(out, HasSubstr("chart: " + dir_ + "/run.svg"));
-  absl::StatusOr<std::unique_ptr<XmlElement>> svg =
-      ParseXml(ReadFile(dir_ + "/run.svg"));
+  absl::StatusOr<std::vector<SvgElement>> svg =
+      ParseSvg(ReadFile(dir_ + "/run.svg"));
   ASSERT_TRUE(svg.ok()) << svg.status();
-  const XmlElement& root = **svg;
-  EXPECT_EQ(root.name, "svg");
-  const std::vector<const XmlElement*> x_ticks = root.FindAll("text", "x-tick");
-  const std::vector<const XmlElement*> y_ticks = root.FindAll("text", "y-tick");
-  const std::vector<const XmlElement*> band = root.FindAll("rect", "outage");
+  const std::vector<const SvgElement*> band = Find(*svg, "rect", "outage");
   ASSERT_EQ(band.size(), 1u);
-  const double x0 = Num(band[0]->Attr("x"));
-  EXPECT_NEAR(x0, Position(x_ticks, "x", kOutageAt), 1.0);
-  EXPECT_NEAR(x0 + Num(band[0]->Attr("width")),
-              Position(x_ticks, "x", kOutageAt + kOutageSeconds), 1.0);
-  const std::vector<const XmlElement*> limit = root.FindAll("line", "limit");
+  EXPECT_NEAR(band[0]->Num("x"), Position(*svg, "x", kOutageAt), 1.0);
+  EXPECT_NEAR(band[0]->Num("x") + band[0]->Num("width"),
+              Position(*svg, "x", kOutageAt + kOutageSeconds), 1.0);
+  const std::vector<const SvgElement*> limit = Find(*svg, "line", "limit");
   ASSERT_EQ(limit.size(), 1u);
-  // A tick label's y is its baseline, 4 px below the value's position.
-  EXPECT_NEAR(Num(limit[0]->Attr("y1")) + 4, Position(y_ticks, "y", kLimit),
-              1.0);
-  const std::vector<const XmlElement*> lines = root.FindAll("polyline");
+  EXPECT_NEAR(limit[0]->Num("y1"), Position(*svg, "y", kLimit), 1.0);
+  const std::vector<const SvgElement*> lines = Find(*svg, "polyline");
   ASSERT_GE(lines.size(), 3u);  // all instances, and at least two
   EXPECT_TRUE(lines[0]->HasClass("global"));
-  // Two points (a step) per window.
   EXPECT_EQ(
       std::vector<std::string>(absl::StrSplit(lines[0]->Attr("points"), ' '))
           .size(),

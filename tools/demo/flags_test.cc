@@ -1,31 +1,18 @@
-// Flag validation and the flags' pass-through to the instance processes.
+// The flag table (parsing, the instances' flags, --help), the range checks
+// and the sizing rule.
 #include "demo/flags.h"
 
+#include <cstdlib>
+#include <ostream>
 #include <string>
 #include <vector>
 
-#include "absl/flags/commandlineflag.h"
-#include "absl/flags/declare.h"
-#include "absl/flags/flag.h"
-#include "absl/flags/reflection.h"
 #include "absl/strings/match.h"
-#include "demo/sizing.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "demo/workload.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-
-ABSL_DECLARE_FLAG(std::string, mode);
-ABSL_DECLARE_FLAG(std::string, scenario);
-ABSL_DECLARE_FLAG(std::string, keys);
-ABSL_DECLARE_FLAG(int, instances);
-ABSL_DECLARE_FLAG(double, offered);
-ABSL_DECLARE_FLAG(bool, live);
-ABSL_DECLARE_FLAG(std::string, outage_kind);
-ABSL_DECLARE_FLAG(bool, discover_instances);
-ABSL_DECLARE_FLAG(bool, start_empty);
-ABSL_DECLARE_FLAG(std::string, cold_key_policy);
-ABSL_DECLARE_FLAG(std::string, pacing);
-ABSL_DECLARE_FLAG(double, local_share);
-ABSL_DECLARE_FLAG(std::string, url);
 
 namespace tokenlease::tools {
 namespace {
@@ -38,12 +25,21 @@ std::string Message(const DemoOptions& o) {
   return std::string(ValidateOptions(o).message());
 }
 
-// The README's demo on a 4-CPU machine (4 instances: the range messages
-// below name them).
-DemoOptions Four() { return ResolveOptions(DemoOptions(), /*cpus=*/5); }
+// The parse error of `args` ("" if they parse).
+std::string ParseError(const std::vector<std::string>& args) {
+  return std::string(ParseFlags(args).status().message());
+}
 
-// The README's demo on a 2-CPU machine (the sizing rule: sizing.h).
-DemoOptions Defaults() { return ResolveOptions(DemoOptions(), /*cpus=*/2); }
+DemoOptions Parsed(const std::vector<std::string>& args) {
+  absl::StatusOr<CommandLine> c = ParseFlags(args);
+  EXPECT_TRUE(c.ok()) << c.status();
+  return c.ok() ? c->options : DemoOptions();
+}
+
+// The README's demo on a 4-CPU machine (4 instances: the range messages
+// below name them), and on a 2-CPU one.
+DemoOptions Four() { return ResolveOptions(DemoOptions(), /*cpus=*/5); }
+DemoOptions Defaults() { return ResolveOptions(Parsed({}), /*cpus=*/2); }
 
 TEST(FlagsTest, DefaultsAreTheReadmeDemo) {
   const DemoOptions o = Defaults();
@@ -63,7 +59,7 @@ TEST(FlagsTest, DefaultsAreTheReadmeDemo) {
   EXPECT_EQ(o.cold_key_policy, LeaseOptions{}.cold_key_policy);
   EXPECT_EQ(o.OfferedRate(), 50000);
   // The outage in the middle, kept by fail_local.
-  EXPECT_TRUE(o.outage);
+  EXPECT_TRUE(o.HasOutage());
   EXPECT_EQ(o.outage_at, 8);
   EXPECT_EQ(o.outage_seconds, 4);
   EXPECT_EQ(o.outage_kind, OutageKind::kStop);
@@ -71,249 +67,298 @@ TEST(FlagsTest, DefaultsAreTheReadmeDemo) {
   EXPECT_EQ(o.outage_usage, OutageUsage::kCharge);
   EXPECT_EQ(o.chart, kAuto);
   EXPECT_EQ(o.csv, kAuto);
+  EXPECT_EQ(o.instance, -1);  // the parent
 }
 
 TEST(FlagsTest, RangeMessagesNameTheFlagTheValueAndTheRange) {
+  struct Case {
+    void (*set)(DemoOptions&);
+    const char* message;
+  };
+  const Case cases[] = {
+      {[](DemoOptions& o) { o.instances = 0; },
+       "--instances is 0; it must be between 1 and 64"},
+      {[](DemoOptions& o) { o.threads = 65; },
+       "--threads is 65; it must be between 1 and 64"},
+      {[](DemoOptions& o) { o.window_ms = 0; },
+       "--window_ms is 0; it must be between 1 and 60000"},
+      {[](DemoOptions& o) { o.seconds = 0; },
+       "--seconds is 0; it must be more than 0 and at most 3600"},
+      {[](DemoOptions& o) { o.limit = 3; },
+       "--limit is 3; it must be at least --instances (4)"},
+      {[](DemoOptions& o) { o.offered = -1; },
+       "--offered is -1; it must be more than 0 (0 on the command line: 5 x "
+       "the limit)"},
+      {[](DemoOptions& o) { o.burst = 0; },
+       "--burst is 0; it must be at least 1"},
+      {[](DemoOptions& o) { o.tick_us = 5; },
+       "--tick_us is 5; it must be between 10 and 100000"},
+      {[](DemoOptions& o) { o.outage_at = 25; },
+       "--outage_at is 25; it must be within --seconds (20); --outage=false "
+       "for no outage"},
+      {[](DemoOptions& o) { o.zipf_s = 0; },
+       "--zipf_s is 0; it must be more than 0"},
+      {[](DemoOptions& o) { o.max_lease_fraction = 1.5; },
+       "--max_lease_fraction is 1.5; it must be more than 0 and at most 1"},
+      {[](DemoOptions& o) { o.local_share = 0; },
+       "--local_share is 0; it must be more than 0 and at most 1"},
+      {[](DemoOptions& o) { o.charge_delay_ms = 1001; },
+       "--charge_delay_ms is 1001; it must be between 0 and 1000"},
+      {[](DemoOptions& o) { o.charge_delay_ms = -1; },
+       "--charge_delay_ms is -1; it must be between 0 and 1000"},
+      {[](DemoOptions& o) { o.algorithm = Algorithm::kGcra; },
+       "--algorithm is gcra; leased and direct mode use token_bucket (use "
+       "--mode=local)"},
+  };
+  for (const Case& c : cases) {
+    DemoOptions o = Four();
+    c.set(o);
+    EXPECT_EQ(Message(o), c.message);
+  }
   DemoOptions o = Four();
-  o.instances = 0;
-  EXPECT_EQ(Message(o), "--instances is 0; it must be between 1 and 64");
-  o = Four();
-  o.threads = 65;
-  EXPECT_EQ(Message(o), "--threads is 65; it must be between 1 and 64");
-  o = Four();
-  o.window_ms = 0;
-  EXPECT_EQ(Message(o), "--window_ms is 0; it must be between 1 and 60000");
-  o = Four();
-  o.seconds = 0;
-  EXPECT_EQ(Message(o),
-            "--seconds is 0; it must be more than 0 and at most 3600");
-  o = Four();
-  o.limit = 3;
-  EXPECT_EQ(Message(o), "--limit is 3; it must be at least --instances (4)");
-  o = Four();
-  o.offered = -1;
-  EXPECT_THAT(Message(o), HasSubstr("--offered is -1"));
-  o = Four();
-  o.burst = 0;
-  EXPECT_EQ(Message(o), "--burst is 0; it must be at least 1");
-  o = Four();
-  o.tick_us = 5;
-  EXPECT_EQ(Message(o), "--tick_us is 5; it must be between 10 and 100000");
-  o = Four();
   o.outage_at = 25;
-  EXPECT_EQ(Message(o),
-            "--outage_at is 25; it must be within --seconds (20); "
-            "--outage=false for no outage");
   o.outage = false;  // then the outage flags do not matter
   EXPECT_EQ(Message(o), "");
-  o = Four();
-  o.zipf_s = 0;
-  EXPECT_THAT(Message(o), HasSubstr("--zipf_s is 0"));
-  o = Four();
-  o.max_lease_fraction = 1.5;
-  EXPECT_THAT(Message(o), HasSubstr("--max_lease_fraction is 1.5"));
-  o = Four();
-  o.lease_ttl_ms = 200;
-  o.charge_delay_ms = 201;
-  EXPECT_EQ(Message(o),
-            "--charge_delay_ms is 201; it must be between 0 and 200");
-  o.charge_delay_ms = -1;
-  EXPECT_EQ(Message(o),
-            "--charge_delay_ms is -1; it must be between 0 and 200");
-  o.charge_delay_ms = 0;
+  o.mode = Mode::kLocal;  // any algorithm
+  o.algorithm = Algorithm::kSlidingWindowLog;
   EXPECT_EQ(Message(o), "");
 }
 
-TEST(FlagsTest, AlgorithmOnlyForLocalMode) {
-  DemoOptions o = Defaults();
-  o.algorithm = Algorithm::kGcra;
-  EXPECT_THAT(Message(o), HasSubstr("--algorithm is gcra"));
-  o.mode = Mode::kLocal;
-  EXPECT_TRUE(ValidateOptions(o).ok());
-  o.algorithm = Algorithm::kSlidingWindowLog;
-  EXPECT_TRUE(ValidateOptions(o).ok()) << Message(o);
+TEST(FlagsTest, EveryFormOfAFlag) {
+  const DemoOptions o =
+      Parsed({"--mode=direct", "--instances", "3", "-seconds=2.5", "--nolive",
+              "--use_handle", "--cold_key_policy=wait", "--pacing=busy",
+              "--local_share=0.25", "--outage_kind=kill",
+              "--nodiscover_instances", "--start_empty=true", "--csv="});
+  EXPECT_EQ(o.mode, Mode::kDirect);
+  EXPECT_EQ(o.instances, 3);
+  EXPECT_EQ(o.seconds, 2.5);
+  EXPECT_FALSE(o.live);
+  EXPECT_TRUE(o.use_handle);
+  EXPECT_EQ(o.cold_key_policy, ColdKeyPolicy::kWait);
+  EXPECT_EQ(o.pacing, Pacing::kBusy);
+  EXPECT_EQ(o.local_share, 0.25);
+  EXPECT_EQ(o.outage_kind, OutageKind::kKill);
+  EXPECT_FALSE(o.discover_instances);
+  EXPECT_TRUE(o.start_empty);
+  EXPECT_EQ(o.csv, "");
+  // 0 leaves the choice to the machine and the scenario.
+  EXPECT_EQ(o.threads, 0);
+  EXPECT_EQ(o.limit, 0);
+  EXPECT_EQ(o.offered, 0);
 }
 
-TEST(FlagsTest, ChoiceFlagsAreChecked) {
-  absl::FlagSaver saver;
-  absl::SetFlag(&FLAGS_mode, "remote");
-  absl::StatusOr<DemoOptions> o = OptionsFromFlags();
-  ASSERT_FALSE(o.ok());
-  EXPECT_EQ(o.status().message(),
+TEST(FlagsTest, WhatDoesNotParseIsNamed) {
+  EXPECT_EQ(ParseError({"--mode=remote"}),
             "--mode is 'remote'; it must be leased, local or direct");
-  absl::SetFlag(&FLAGS_mode, "direct");
-  absl::SetFlag(&FLAGS_cold_key_policy, "never");
-  o = OptionsFromFlags();
-  ASSERT_FALSE(o.ok());
-  EXPECT_EQ(o.status().message(),
-            "--cold_key_policy is 'never'; it must be deny, wait or "
-            "local_share");
-  absl::SetFlag(&FLAGS_cold_key_policy, "wait");
-  o = OptionsFromFlags();
-  ASSERT_TRUE(o.ok()) << o.status();
-  EXPECT_EQ(o->mode, Mode::kDirect);
-  EXPECT_EQ(o->cold_key_policy, ColdKeyPolicy::kWait);
-}
-
-TEST(FlagsTest, BusyPacingAndLocalShare) {
-  absl::FlagSaver saver;
-  absl::SetFlag(&FLAGS_pacing, "busy");
-  absl::SetFlag(&FLAGS_local_share, 0.25);
-  absl::StatusOr<DemoOptions> o = OptionsFromFlags();
-  ASSERT_TRUE(o.ok()) << o.status();
-  EXPECT_EQ(o->pacing, Pacing::kBusy);
-  EXPECT_EQ(o->local_share, 0.25);
-  EXPECT_EQ(PacingName(Pacing::kBusy), std::string("busy"));
-  absl::SetFlag(&FLAGS_pacing, "nap");
-  EXPECT_EQ(OptionsFromFlags().status().message(),
+  EXPECT_EQ(ParseError({"--cold_key_policy=never"}),
+            "--cold_key_policy is 'never'; it must be local_share, deny or "
+            "wait");
+  EXPECT_EQ(ParseError({"--pacing=nap"}),
             "--pacing is 'nap'; it must be tick, sleep, spin or busy");
-  absl::SetFlag(&FLAGS_pacing, "sleep");
-  absl::SetFlag(&FLAGS_local_share, 0);
-  EXPECT_EQ(Message(ResolveOptions(*OptionsFromFlags(), 2)),
-            "--local_share is 0; it must be more than 0 and at most 1");
-}
-
-TEST(FlagsTest, OutageKindAndInstanceDiscovery) {
-  absl::FlagSaver saver;
-  absl::StatusOr<DemoOptions> o = OptionsFromFlags();
-  ASSERT_TRUE(o.ok()) << o.status();
-  EXPECT_EQ(o->outage_kind, OutageKind::kStop);
-  EXPECT_TRUE(o->discover_instances);
-  EXPECT_FALSE(o->start_empty);
-  absl::SetFlag(&FLAGS_outage_kind, "kill");
-  absl::SetFlag(&FLAGS_discover_instances, false);
-  absl::SetFlag(&FLAGS_start_empty, true);
-  o = OptionsFromFlags();
-  ASSERT_TRUE(o.ok()) << o.status();
-  EXPECT_EQ(o->outage_kind, OutageKind::kKill);
-  EXPECT_FALSE(o->discover_instances);
-  EXPECT_TRUE(o->start_empty);
-  EXPECT_EQ(OutageKindName(OutageKind::kKill), std::string("kill"));
-  absl::SetFlag(&FLAGS_outage_kind, "pause");
-  EXPECT_EQ(OptionsFromFlags().status().message(),
+  EXPECT_EQ(ParseError({"--outage_kind=pause"}),
             "--outage_kind is 'pause'; it must be stop or kill");
+  EXPECT_THAT(ParseError({"--instances=many"}),
+              HasSubstr("--instances is 'many'; "));
+  EXPECT_EQ(ParseError({"--colour"}), "unknown flag --colour");
+  EXPECT_EQ(ParseError({"--nomode"}), "unknown flag --nomode");  // no bool
+  EXPECT_EQ(ParseError({"--limit"}), "--limit needs a value");
+  EXPECT_EQ(ParseError({"now"}),
+            "unexpected argument 'now'; the demo takes only flags");
+  EXPECT_EQ(ParseError({"--instances=-1"}), "");  // parses; ValidateOptions
+  EXPECT_EQ(Message(ResolveOptions(Parsed({"--instances=-1"}), 2)),
+            "--instances is -1; it must be between 1 and 64");
 }
 
-TEST(FlagsTest, ZeroLeavesTheChoiceToTheMachineAndTheScenario) {
-  absl::FlagSaver saver;
-  absl::StatusOr<DemoOptions> o = OptionsFromFlags();
-  ASSERT_TRUE(o.ok()) << o.status();
-  EXPECT_EQ(o->instances, 0);
-  EXPECT_EQ(o->threads, 0);
-  EXPECT_EQ(o->limit, 0);
-  EXPECT_EQ(o->burst, 0);
-  EXPECT_EQ(o->offered, 0);
-  absl::SetFlag(&FLAGS_instances, -1);  // not 0: kept, and refused
-  EXPECT_EQ(Message(ResolveOptions(*OptionsFromFlags(), 2)),
-            "--instances is -1; it must be between 1 and 64");
+// The names of the library's enums are indexed by their values: they must
+// name the right ones.
+TEST(FlagsTest, ChoiceNamesAreTheLibrarysValues) {
+  DemoOptions o;
+  for (FailureMode m : {FailureMode::kFailClosed, FailureMode::kFailOpen,
+                        FailureMode::kFailLocal}) {
+    o.failure_mode = m;
+    EXPECT_EQ(FlagText(o, "failure_mode"), FailureModeName(m));
+  }
+  for (Algorithm a :
+       {Algorithm::kTokenBucket, Algorithm::kGcra, Algorithm::kFixedWindow,
+        Algorithm::kSlidingWindowCounter, Algorithm::kSlidingWindowLog}) {
+    o.algorithm = a;
+    EXPECT_EQ(FlagText(o, "algorithm"), AlgorithmName(a));
+  }
+  EXPECT_EQ(Parsed({"--cold_key_policy=deny"}).cold_key_policy,
+            ColdKeyPolicy::kDeny);
+  EXPECT_EQ(Parsed({"--cold_key_policy=wait"}).cold_key_policy,
+            ColdKeyPolicy::kWait);
+  EXPECT_EQ(Parsed({"--cold_key_policy=local_share"}).cold_key_policy,
+            ColdKeyPolicy::kLocalShare);
+  EXPECT_EQ(Parsed({"--outage_usage=forget"}).outage_usage,
+            OutageUsage::kForget);
+  EXPECT_EQ(Parsed({"--outage_usage=charge"}).outage_usage,
+            OutageUsage::kCharge);
+}
+
+TEST(FlagsTest, HelpListsEveryFlagWithItsDefault) {
+  absl::StatusOr<CommandLine> c = ParseFlags({"--mode=local", "--help"});
+  ASSERT_TRUE(c.ok());
+  EXPECT_TRUE(c->help);
+  const std::string usage = Usage();
+  EXPECT_THAT(usage, HasSubstr("\n  --mode (default: leased)\n"));
+  EXPECT_THAT(usage, HasSubstr("\n  --seconds (default: 20)\n"));
+  EXPECT_THAT(usage, HasSubstr("\n  --url (default: \"\")\n"));
+  EXPECT_THAT(usage, HasSubstr("\n  --failure_mode (default: fail_local)\n"));
+  EXPECT_THAT(usage, Not(HasSubstr("--fd")));  // internal
+  // Every flag passed on to the instances has its help and default.
+  for (const std::string& arg : FlagArgs(DemoOptions())) {
+    const std::string name = arg.substr(0, arg.find('='));
+    if (name == "--instance" || name == "--fd" || name == "--prefix") {
+      continue;
+    }
+    EXPECT_THAT(usage, HasSubstr(absl::StrCat("\n  ", name, " (default: ")));
+  }
+  for (absl::string_view line : absl::StrSplit(usage, '\n')) {
+    EXPECT_LE(line.size(), 79u) << line;
+  }
 }
 
 // --keys is --scenario's old name: either works, and they must agree.
 TEST(FlagsTest, ScenarioAndItsOldName) {
-  absl::FlagSaver saver;
-  char prog[] = "tokenlease", demo[] = "demo", keys[] = "--keys=zipf",
-       scenario[] = "--scenario=hot";
-  char* only_keys[] = {prog, demo, keys};
-  RecordCommandLine(3, only_keys);
-  absl::SetFlag(&FLAGS_keys, "zipf");
-  EXPECT_EQ(OptionsFromFlags()->keys, KeyDist::kZipf);
-  char* both[] = {prog, demo, keys, scenario};
-  RecordCommandLine(4, both);
-  absl::SetFlag(&FLAGS_scenario, "hot");
-  EXPECT_EQ(OptionsFromFlags().status().message(),
+  EXPECT_EQ(Parsed({"--keys=zipf"}).keys, KeyDist::kZipf);
+  EXPECT_EQ(Parsed({"--keys=zipf", "--scenario=zipf"}).keys, KeyDist::kZipf);
+  EXPECT_EQ(ParseError({"--keys=zipf", "--scenario=hot"}),
             "--scenario is 'hot' but --keys is 'zipf'; give one of them "
             "(--keys is its old name)");
-  absl::SetFlag(&FLAGS_scenario, "zipf");
-  EXPECT_EQ(OptionsFromFlags()->keys, KeyDist::kZipf);
-  RecordCommandLine(2, both);
-  EXPECT_FALSE(OutageFlagsGiven());
-  char outage[] = "--nooutage";
-  char* no_outage[] = {prog, demo, outage};
-  RecordCommandLine(3, no_outage);
-  EXPECT_TRUE(OutageFlagsGiven());
-  RecordCommandLine(2, both);
+  absl::StatusOr<CommandLine> c = ParseFlags({"--nooutage", "--keys=hot"});
+  ASSERT_TRUE(c.ok());
+  EXPECT_TRUE(c->given.contains("outage"));  // an outage flag was given
+  EXPECT_TRUE(c->given.contains("keys"));
+  EXPECT_FALSE(c->given.contains("scenario"));
 }
 
-// What the parent chose reaches the instances as flag values that resolve
-// to the same options (ResolveOptions then changes nothing).
-TEST(FlagsTest, ResolvedValuesRoundTrip) {
-  DemoOptions o = ResolveOptions(DemoOptions(), /*cpus=*/3);
-  o.keys = KeyDist::kZipf;
+// What the parent chose reaches an instance as flags that parse back to
+// the same options (ResolveOptions then changes nothing).
+TEST(FlagsTest, FlagArgsParseBackToTheSameOptions) {
+  DemoOptions o = ResolveOptions(Parsed({"--scenario=zipf"}), /*cpus=*/3);
   o.offered = 1.0 / 3;  // not a short decimal
   o.outage = false;
-  absl::FlagSaver saver;
-  for (const auto& [name, value] : ResolvedFlagValues(o)) {
-    absl::CommandLineFlag* flag = absl::FindCommandLineFlag(name);
-    ASSERT_NE(flag, nullptr) << name;
-    std::string error;
-    ASSERT_TRUE(flag->ParseFrom(value, &error)) << name << ": " << error;
-  }
-  const DemoOptions got = ResolveOptions(*OptionsFromFlags(), /*cpus=*/64);
-  EXPECT_EQ(got.instances, o.instances);
-  EXPECT_EQ(got.threads, o.threads);
-  EXPECT_EQ(got.limit, o.limit);
-  EXPECT_EQ(got.burst, o.burst);
+  o.failure_mode = FailureMode::kFailOpen;
+  o.algorithm = Algorithm::kSlidingWindowCounter;
+  o.instance = 2;
+  o.fd = 7;
+  o.prefix = "lh:1:2:";
+  const std::vector<std::string> args = FlagArgs(o);
+  EXPECT_THAT(args, Contains("--scenario=zipf"));
+  EXPECT_THAT(args, Contains("--instance=2"));
+  EXPECT_THAT(args, Contains("--live=true"));
+  for (const std::string& a : args)
+    EXPECT_FALSE(absl::StartsWith(a, "--keys="));
+  const DemoOptions got = ResolveOptions(Parsed(args), /*cpus=*/64);
+  EXPECT_EQ(FlagArgs(got), args);
   EXPECT_EQ(got.offered, o.offered);
-  EXPECT_EQ(got.keys, KeyDist::kZipf);
-  EXPECT_FALSE(got.outage);
-  EXPECT_EQ(got.outage_at, o.outage_at);
-}
-
-TEST(FlagsTest, DemoFlagArgsCarryEveryDemoFlagAndParseBack) {
-  absl::FlagSaver saver;
-  absl::SetFlag(&FLAGS_instances, 3);
-  absl::SetFlag(&FLAGS_offered, 12345.25);
-  absl::SetFlag(&FLAGS_live, false);
-  const std::vector<std::string> args =
-      DemoFlagArgs({{"url", "redis://127.0.0.1:1234"}});
-  EXPECT_THAT(args, Contains("--instances=3"));
-  EXPECT_THAT(args, Contains("--live=false"));
-  EXPECT_THAT(args, Contains("--url=redis://127.0.0.1:1234"));
-  EXPECT_THAT(args, Contains("--mode=leased"));
-  for (const std::string& a : args) {
-    EXPECT_FALSE(absl::StartsWith(a, "--instance="));  // internal flags
-    EXPECT_FALSE(absl::StartsWith(a, "--ctl_fd="));
-  }
-  // What an instance process does with them: the same options.
-  const DemoOptions parent = *OptionsFromFlags();
-  absl::SetFlag(&FLAGS_instances, 4);
-  absl::SetFlag(&FLAGS_offered, 0);
-  absl::SetFlag(&FLAGS_live, true);
-  for (const std::string& a : args) {
-    const size_t eq = a.find('=');
-    absl::CommandLineFlag* flag =
-        absl::FindCommandLineFlag(a.substr(2, eq - 2));
-    ASSERT_NE(flag, nullptr) << a;
-    std::string error;
-    ASSERT_TRUE(flag->ParseFrom(a.substr(eq + 1), &error))
-        << a << ": " << error;
-  }
-  const DemoOptions child = *OptionsFromFlags();
-  EXPECT_EQ(child.instances, 3);
-  EXPECT_EQ(child.offered, 12345.25);
-  EXPECT_FALSE(child.live);
-  EXPECT_EQ(child.url, "redis://127.0.0.1:1234");
-  EXPECT_EQ(child.mode, parent.mode);
+  EXPECT_EQ(got.threads, o.threads);
+  EXPECT_EQ(got.prefix, o.prefix);
+  EXPECT_EQ(FlagText(got, "failure_mode"), "fail_open");
+  EXPECT_EQ(FlagText(got, "algorithm"), "sliding_counter");
+  EXPECT_EQ(FlagText(got, "no_such_flag"), "");
 }
 
 // A URL (maybe with a password) reaches instances in the environment, not
 // on their command line; --url wins over it.
 TEST(FlagsTest, TheUrlFallsBackToTheEnvironment) {
-  absl::FlagSaver saver;
-  absl::SetFlag(&FLAGS_url, "");
   ASSERT_EQ(setenv(kRedisUrlEnv, "redis://:pw@127.0.0.1:1234", 1), 0);
-  EXPECT_EQ(OptionsFromFlags()->url, "redis://:pw@127.0.0.1:1234");
-  absl::SetFlag(&FLAGS_url, "redis://127.0.0.1:99");
-  EXPECT_EQ(OptionsFromFlags()->url, "redis://127.0.0.1:99");
+  EXPECT_EQ(Parsed({}).url, "redis://:pw@127.0.0.1:1234");
+  EXPECT_EQ(Parsed({"--url=redis://127.0.0.1:99"}).url, "redis://127.0.0.1:99");
   unsetenv(kRedisUrlEnv);
-  absl::SetFlag(&FLAGS_url, "");
-  EXPECT_EQ(OptionsFromFlags()->url, "");
-  // What the parent passes its instances (demo.cc, SpawnAll) carries no
-  // URL, also when --url has one with a password.
-  absl::SetFlag(&FLAGS_url, "redis://:pw@127.0.0.1:1234");
-  const std::vector<std::string> args = DemoFlagArgs({{"url", ""}});
-  EXPECT_THAT(args, Contains("--url="));
-  for (const std::string& a : args) EXPECT_THAT(a, Not(HasSubstr("pw@")));
+  EXPECT_EQ(Parsed({}).url, "");
+}
+
+struct SizingCase {
+  int cpus;
+  int instances;  // --instances, 0: chosen
+  LoadPlan want;
+};
+
+void PrintTo(const SizingCase& c, std::ostream* os) {
+  *os << c.cpus << " CPUs, --instances=" << c.instances;
+}
+
+class SizingTest : public ::testing::TestWithParam<SizingCase> {};
+
+// One CPU's share stays with redis-server and the parent: the load gets the
+// others, over 2 to 4 instances, one load thread per spare CPU once there
+// are enough of them.
+TEST_P(SizingTest, PlanForTheCpus) {
+  const SizingCase& c = GetParam();
+  const LoadPlan got = PlanLoad(c.cpus, c.instances);
+  EXPECT_EQ(got, c.want);
+  if (c.cpus > 2 && c.instances == 0) {
+    EXPECT_LE(got.instances * got.threads, c.cpus - 1);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Cpus, SizingTest,
+    ::testing::Values(SizingCase{0, 0, {2, 1}},  // unknown: as 1
+                      SizingCase{1, 0, {2, 1}}, SizingCase{2, 0, {2, 1}},
+                      SizingCase{3, 0, {2, 1}}, SizingCase{4, 0, {3, 1}},
+                      SizingCase{5, 0, {4, 1}}, SizingCase{8, 0, {4, 1}},
+                      SizingCase{9, 0, {4, 2}}, SizingCase{16, 0, {4, 3}},
+                      SizingCase{64, 0, {4, 15}},
+                      SizingCase{1024, 0, {4, kMaxThreads}},
+                      // --instances given: the threads spread over them.
+                      SizingCase{2, 8, {8, 1}}, SizingCase{16, 2, {2, 7}},
+                      SizingCase{16, 64, {64, 1}}),
+    [](const ::testing::TestParamInfo<SizingCase>& info) {
+      return absl::StrCat("Cpus", info.param.cpus, "Instances",
+                          info.param.instances);
+    });
+
+TEST(SizingTest, UsableCpusIsAtLeastOne) { EXPECT_GE(UsableCpus(), 1); }
+
+// A direct decision blocks its thread for a round trip: more threads, all
+// asleep while they wait.
+TEST(SizingTest, DirectModeKeepsSeveralCallsInFlight) {
+  EXPECT_EQ(PlanLoad(2, 0, Mode::kDirect), (LoadPlan{2, kDirectThreads}));
+  EXPECT_EQ(PlanLoad(64, 0, Mode::kDirect), (LoadPlan{4, 15}));
+  EXPECT_EQ(PlanLoad(2, 0, Mode::kLocal), (LoadPlan{2, 1}));
+}
+
+TEST(SizingTest, ScenarioDefaults) {
+  const DemoOptions zipf = ResolveOptions(Parsed({"--scenario=zipf"}), 2);
+  EXPECT_EQ(zipf.limit, kZipfLimit);
+  EXPECT_EQ(zipf.burst, kZipfLimit);
+  // The hottest key is offered 5 x its limit.
+  EXPECT_NEAR(ZipfP0(zipf) * zipf.offered, kOverload * kZipfLimit, 1e-6);
+}
+
+TEST(SizingTest, GivenValuesAreKeptAndResolvingTwiceChangesNothing) {
+  const DemoOptions r =
+      ResolveOptions(Parsed({"--instances=3", "--limit=700", "--burst=7",
+                             "--offered=900", "--seconds=10", "--outage_at=2"}),
+                     /*cpus=*/16);
+  EXPECT_EQ(r.instances, 3);
+  EXPECT_EQ(r.threads, 5);  // 15 spare CPUs over 3 instances
+  EXPECT_EQ(r.limit, 700);
+  EXPECT_EQ(r.burst, 7);
+  EXPECT_EQ(r.offered, 900);
+  EXPECT_EQ(r.outage_at, 2);
+  EXPECT_EQ(r.outage_seconds, 2);  // 20% of 10 s
+  EXPECT_EQ(FlagArgs(ResolveOptions(r, /*cpus=*/1)), FlagArgs(r));
+  // A small limit's burst still gives every instance a token of it.
+  EXPECT_EQ(ResolveOptions(Parsed({"--limit=8", "--instances=4"}), 2).burst, 4);
+}
+
+TEST(SizingTest, TheBannerSaysWhatWasChosenAndWhy) {
+  const std::string s = DescribeChoices(DemoOptions(), Defaults(), 2);
+  EXPECT_THAT(s, HasSubstr("load: 2 instance processes x 1 load thread; "
+                           "chosen for the 2 CPUs this process may use"));
+  EXPECT_THAT(s, HasSubstr("pacing: tick; each load thread wakes every "
+                           "1.0ms"));
+  EXPECT_THAT(s, HasSubstr("offered: 50,000/s (chosen) = 5.0 x the limit on "
+                           "the hot key"));
+  const DemoOptions given = Parsed({"--instances=4", "--threads=2"});
+  EXPECT_THAT(DescribeChoices(given, ResolveOptions(given, 2), 2),
+              HasSubstr("load: 4 instance processes (--instances) x 2 load "
+                        "threads (--threads)\n"));
 }
 
 }  // namespace

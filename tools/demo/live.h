@@ -37,8 +37,8 @@ const char* HealthMark(Health h);
 // window overlaps the outage (by the schedule), else "up".
 const char* RedisColumn(const DemoOptions& o, int64_t w);
 
-// The row of window `w`, or nullopt until every instance has sent it.
-// Frees the window's latency samples (they are not needed again). `color`:
+// The row of window `w`, or nullopt until every instance has closed it.
+// Frees the window's latency samples (the summary has its own). `color`:
 // health marks and the outage marker in ANSI colours.
 std::optional<std::string> LiveRow(const DemoOptions& o, int64_t w,
                                    std::vector<InstanceReport>& reports,
@@ -81,9 +81,6 @@ class LiveView {
 
  private:
   void PrintAboveFooter(const std::string& text);
-  void DrawFooter(const std::vector<InstanceReport>& reports, OutageNow outage,
-                  int64_t now_ns);
-  void ClearFooter();
   std::string Footer(const std::vector<InstanceReport>& reports,
                      OutageNow outage, int64_t now_ns) const;
 

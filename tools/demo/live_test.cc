@@ -5,7 +5,6 @@
 #include <utility>
 #include <vector>
 
-#include "demo/sizing.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -20,11 +19,10 @@ constexpr int64_t kStart = 1'000'000'000;
 // The default run on 2 CPUs: 2 instances, 10,000/s, outage 8-12 s.
 DemoOptions Options() { return ResolveOptions(DemoOptions(), /*cpus=*/2); }
 
-LiveWindow Window(int64_t hot_admitted, Health health) {
-  LiveWindow w;
-  w.got = true;
-  w.offered = w.hot_offered = 12500;
-  w.admitted = w.hot_admitted = hot_admitted;
+Window Closed(int64_t hot_admitted, Health health) {
+  Window w;
+  w.closed = true;
+  w.live = {12500, hot_admitted, 12500, hot_admitted};
   w.commands_in_window = 50;
   w.health = health;
   w.latency = {100, 200, 30000};
@@ -34,19 +32,20 @@ LiveWindow Window(int64_t hot_admitted, Health health) {
 TEST(LiveTest, ARowDuringTheOutage) {
   const DemoOptions o = Options();
   std::vector<InstanceReport> reports;
-  for (int i = 0; i < 2; ++i) reports.emplace_back(40, true);
+  for (int i = 0; i < 2; ++i) reports.emplace_back(40);
   // Window 17 (8.5-9 s) is in the outage.
-  reports[0].live[17] = Window(2500, Health::kDown);
-  reports[1].live[17] = Window(2502, Health::kDown);
+  reports[0].windows[17] = Closed(2500, Health::kDown);
+  reports[1].windows[17] = Closed(2502, Health::kDown);
   const std::optional<std::string> row = LiveRow(o, 17, reports);
   ASSERT_TRUE(row.has_value());
   EXPECT_THAT(*row, HasSubstr("  9.0s  STOPPED        10,004   100.0%"));
   EXPECT_THAT(*row,
               HasSubstr("   200ns   30.0us     200      250  5000x 5004x"));
-  EXPECT_THAT(*row, Not(HasSubstr("\x1b")));  // plain without colour
+  EXPECT_THAT(*row, Not(HasSubstr("\x1b")));            // plain without colour
+  EXPECT_TRUE(reports[0].windows[17].latency.empty());  // freed
   // Before the outage the server is up; colour marks the health only.
-  reports[0].live[3] = Window(2500, Health::kHealthy);
-  reports[1].live[3] = Window(2500, Health::kDegraded);
+  reports[0].windows[3] = Closed(2500, Health::kHealthy);
+  reports[1].windows[3] = Closed(2500, Health::kDegraded);
   const std::string colored = *LiveRow(o, 3, reports, /*color=*/true);
   EXPECT_THAT(colored, HasSubstr("  2.0s  up "));
   EXPECT_THAT(colored, HasSubstr("5000\x1b[32m+\x1b[0m 5000\x1b[33m~\x1b[0m"));
@@ -55,6 +54,19 @@ TEST(LiveTest, ARowDuringTheOutage) {
   EXPECT_THAT(header, HasSubstr("(+ healthy, ~ degraded, x down)"));
   const std::string titles = header.substr(header.rfind("     t"));
   EXPECT_EQ(titles.find("admitted/s") + 10, row->find("10,004") + 6);
+}
+
+TEST(LiveTest, ARowWaitsForEveryInstance) {
+  DemoOptions o = Options();
+  o.mode = Mode::kLocal;
+  std::vector<InstanceReport> reports(2, InstanceReport(4));
+  reports[0].windows[0] = Closed(2500, Health::kNone);
+  EXPECT_FALSE(LiveRow(o, 0, reports).has_value());
+  reports[1].windows[0] = Closed(2500, Health::kNone);
+  const std::optional<std::string> row = LiveRow(o, 0, reports);
+  ASSERT_TRUE(row.has_value());
+  // 5,000 in 0.5 s over both; no Redis columns in local mode.
+  EXPECT_EQ(*row, "  0.5s      10,000   100.0%   200ns   30.0us  5000 5000");
 }
 
 TEST(LiveTest, RedisColumnFollowsTheSchedule) {
@@ -74,9 +86,9 @@ TEST(LiveTest, TooManyInstancesForTheRowShowTheirRange) {
   o.instances = 16;
   std::vector<InstanceReport> reports;
   for (int i = 0; i < 16; ++i) {
-    reports.emplace_back(40, true);
-    reports[i].live[0] =
-        Window(600 + i, i < 12 ? Health::kHealthy : Health::kDown);
+    reports.emplace_back(40);
+    reports[i].windows[0] =
+        Closed(600 + i, i < 12 ? Health::kHealthy : Health::kDown);
   }
   const std::string row = *LiveRow(o, 0, reports);
   EXPECT_THAT(row, HasSubstr("1200..1230 12+ 4x"));

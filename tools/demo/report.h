@@ -1,23 +1,32 @@
-// What the demo prints about a run besides the live rows: the banner before
-// it, and afterwards the aggregation over the instances, the per-window CSV
-// and the summary with its bound checks ("BOUND EXCEEDED" lines).
+// What the demo prints about a run besides the live rows: the banner, the
+// sums over the instances, the per-window CSV, and the summary with the
+// bounds it checks ("BOUND EXCEEDED" lines). Pure but for WriteCsv.
 //
-// Bounds (token bucket, limit L per second, burst B, run of D seconds):
-//   total admitted on the hot key  <= B + L * D (+ the outage's extra
-//                                     bursts, phases.h)
-//   admitted in any 1 s            <= L + B + H (+ the same extra bursts;
-//                                     with fail_open only spans clear of
-//                                     the outage are checked)
-// where H is what the instances may hold in leases at the start of the span
-// (tokens taken from Redis but not yet spent): each instance holds at most
-// M = 2 * max_lease - 1 tokens for unit costs (docs/design.md, "Accuracy
-// bound"), so H = N * M for leased mode and 0 for local and direct mode.
-// After the first second the burst is spent under overload, so a 1 s span
-// should see about L + H; that is printed as information, not checked.
-// Local mode with a window algorithm (--algorithm=fixed_window or
-// sliding_counter) admits at most L per aligned second, so its total bound
-// is L x (aligned seconds touched) = L x (ceil(D) + 1). The table by outage
-// phase, with each phase's bound, is phases.h.
+// Let L be the limit per second, B the burst, N the instances, t a phase's
+// length and D the run's; M = 2 x max_lease - 1 what one instance may hold
+// in leases (max_lease = max_lease_fraction x B), and A = max(1,
+// floor(local_share x B)) what it may admit for a key without a lease with
+// --cold_key_policy=local_share (both 0 but in leased mode, A also for the
+// other policies). From docs/design.md ("Accuracy bound") and
+// docs/operations.md ("Failure modes", "After the outage"), the hot key
+// admits at most:
+//   before, after the outage (Redis decides):  B + L x t + N x (A + M)
+//                                               (not N x (A + M) before)
+//   during, fail_local:   L x t + B + N x (A + M) (the shares start full)
+//   during, fail_closed:  N x (A + M)             (only what was held)
+//   during, fail_open:    none (the limit is off)
+//   whole run:            B + L x D + k x B, k the outage's extra bursts:
+//                         2 with fail_local (the local shares start full;
+//                         the shared bucket refilled meanwhile, or a
+//                         restarted Redis starts full), 1 with fail_closed
+//                         after kill -9 without --start_empty, else 0;
+//                         none with fail_open
+//   any 1 s span:         L + (1 + k) x B + N x M (fail_open: only spans
+//                         clear of the outage)
+//   each key (zipf):      B + L x D + N x (A + M), beside the ideal
+//                         min(offered, B + L x D)
+// Local mode has no outage: only the whole run, and with a window algorithm
+// (fixed_window, sliding_counter) L x (aligned seconds touched).
 #ifndef TOKENLEASE_TOOLS_DEMO_REPORT_H_
 #define TOKENLEASE_TOOLS_DEMO_REPORT_H_
 
@@ -27,19 +36,18 @@
 #include <string>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
+#include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
 #include "demo/flags.h"
 #include "demo/protocol.h"
 
 namespace tokenlease::tools {
 
-// B, the largest lease and H (see above), and A, what one instance may admit
-// for a key without a lease (leased mode with --cold_key_policy=local_share:
-// max(1, floor(local_share x B)); else 0; per_key.h).
+// B, the largest lease, N x M and A (above).
 struct Bounds {
   int64_t burst = 0, max_lease = 0, held = 0, local_allowance = 0;
 };
-// The bounds' terms for the run's options.
 Bounds ComputeBounds(const DemoOptions& o);
 
 // The run as the parent saw it.
@@ -56,58 +64,102 @@ struct RedisFigures {
   int64_t mem_before = -1, mem_end = -1;
   std::vector<int64_t> mem_per_window;  // -1 where not sampled
   int64_t script_calls = -1, commands_processed = -1, dbsize = -1;
-  // usec= of EVALSHA + EVAL in INFO commandstats: the server's own timing
-  // of the scripts (wall time inside them, so it includes time the server
-  // was preempted, and excludes reading commands and writing replies).
-  int64_t script_usec = -1;
-  // The server process's CPU time (user + system, INFO cpu) from before the
-  // instances started to the end: scripts, network I/O and timers.
-  int64_t cpu_usec = -1;
-  // --outage_kind=kill: the server was killed and restarted, so its
-  // counters (script calls and time, CPU) cover only the time since.
+  // usec= of EVALSHA + EVAL in INFO commandstats (wall time inside the
+  // scripts), and the server's CPU time (INFO cpu) from before the
+  // instances started to the end.
+  int64_t script_usec = -1, cpu_usec = -1;
+  // --outage_kind=kill: the server's counters began again at the restart.
   bool restarted = false;
 };
 
-// Sums over the instances.
+// Sums over the instances: per window (final counts; keys, RSS and
+// commands summed over those sampled), per phase, and the run's.
 struct Totals {
-  std::vector<WindowCounts> all;  // per window
-  int64_t last_ns = 0, errors = 0;
-  int64_t offered = 0, admitted = 0, hot_offered = 0, hot_admitted = 0;
-  FinalStats stats;
-  std::vector<int64_t> latency;                                   // sorted
-  std::vector<int64_t> latency_hot, latency_cold;                 // sorted
-  std::array<std::vector<int64_t>, kOutagePhases> latency_phase;  // sorted
-  std::array<PhaseCounts, kOutagePhases> phases;  // with an outage
-  std::vector<HealthEvent> health_events;         // every instance's
-  std::vector<KeyCount> per_key;  // in rank order, summed over instances
-  double duration_s = 0;          // start to the last decision
+  std::vector<Window> windows;
+  Counts all;
+  std::array<Counts, kOutagePhases> phases;
+  std::vector<Sample> samples;
+  std::vector<HealthEvent> events;  // every instance's
+  std::vector<KeyCount> per_key;    // in rank order
+  absl::flat_hash_map<std::string, double> metrics;
+  int64_t last_ns = 0, errors = 0, commands_with_shutdown = 0;
+  double duration_s = 0;  // start to the last decision
+
+  // A metric summed over the instances (0 if absent).
+  double Metric(const std::string& series) const;
 };
-// Sums the run's windows (those in run.windows) and counters over its
-// instances.
 Totals Aggregate(const RunRecord& run);
 
-// The banner: the scenario, the run's settings and the outage, a few
-// lines.
-// `choices`: DescribeChoices (sizing.h), after the limit.
+// The latencies of the samples `keep` accepts, sorted.
+std::vector<int64_t> Latencies(const std::vector<Sample>& samples,
+                               absl::FunctionRef<bool(const Sample&)> keep);
+
+// The banner: the scenario, the limit, `choices` (DescribeChoices), the
+// lease options and the outage.
 std::string Banner(const DemoOptions& o, const std::string& choices = "");
 
 // --csv=auto and --chart=auto:
 // $TMPDIR/tokenlease_demo_<mode>_<scenario>_<YYYYmmdd-HHMMSS>.<extension>
-// (/tmp without TMPDIR), the time being `now`'s local time.
+// (/tmp without TMPDIR), in `now`'s local time.
 std::string AutoPath(const DemoOptions& o, const char* extension,
                      std::time_t now);
 
-// Writes the per-window CSV to o.csv: one row per window and instance plus
-// an "all" row: window_start_s, instance, offered, admitted, limit_bound
-// (limit x window), hot_offered, hot_admitted, keys and rss_kb at the
-// window's end, redis_commands_total (cumulative), redis_used_memory ("all"
-// rows only), phase (before, during or after the outage the window starts
-// in; "none" without one).
+// The per-window CSV (o.csv): a row per window and instance and an "all"
+// row: window_start_s, instance, offered, admitted, limit_bound (limit x
+// window), hot_offered, hot_admitted, keys, rss_kb, redis_commands_total,
+// redis_used_memory ("all" rows), phase (before, during or after the
+// outage the window starts in; "none" without one).
 absl::Status WriteCsv(const DemoOptions& o, const RunRecord& run,
                       const Totals& t, const RedisFigures& redis);
 
-// The summary, from "== summary" on: the table by phase with its bounds
-// (phases.h), then the details.
+// One row of the table by outage phase, with its bound.
+struct PhaseRow {
+  std::string name;  // "before the outage", "during: STOPPED", ...
+  double from_s = 0, to_s = 0;
+  int64_t hot_admitted = 0;
+  std::vector<int64_t> latency;  // sorted
+  std::string transitions;       // "2 healthy->down, 1 down->degraded"
+  // checked false: no bound (fail_open). formula: "burst + limit x time =
+  // 1000 + 10000 x 8.000"; note: what an outage term stands for.
+  bool checked = true;
+  double bound = 0;
+  std::string formula, note;
+
+  double Seconds() const { return to_s - from_s; }
+  double Rate() const;  // hot_admitted per second
+};
+
+// The extra bursts k of the whole run's bound; -1: no bound (fail_open).
+int OutageExtraBursts(const DemoOptions& o);
+// Before, during and after the outage (those that ran), then the whole run.
+std::vector<PhaseRow> PhaseRows(const DemoOptions& o, const RunRecord& run,
+                                const Totals& t);
+// The table and the bound lines under it.
+std::string PhaseTable(const DemoOptions& o, const std::vector<PhaseRow>& rows);
+// The outage as the instances lived it, from their health transitions:
+// when they judged Redis down and when they heard from it again; "" without
+// an outage.
+std::string OutageTimeline(const DemoOptions& o, const RunRecord& run);
+
+// The per-key bound (above) of a run of `duration_s`.
+struct PerKeyBound {
+  int64_t burst = 0, limit = 0, instances = 0, local_allowance = 0, held = 0;
+  double duration_s = 0;
+  double Ideal() const;  // B + L x D
+  double Value() const;  // B + L x D + N x (A + M)
+  // "burst + limit x duration + instances x (A + M) = 100 + 100 x 10.000 +
+  // 2 x (1 + 19) = 1140".
+  std::string Formula() const;
+};
+PerKeyBound ComputePerKeyBound(const DemoOptions& o, double duration_s);
+
+// The zipf run's per-key lines: the ideal admission by Zipf rank group
+// (0-99, 100-999, 1000-9999, 10000+), the bound, the keys over it (the
+// `worst` most admitted of them named).
+std::string PerKeySummary(const DemoOptions& o, const Totals& t,
+                          size_t worst = 5);
+
+// The summary, from "== summary" on.
 std::string Summary(const DemoOptions& o, const RunRecord& run, const Totals& t,
                     const RedisFigures& redis);
 

@@ -1,6 +1,8 @@
-// The decision makers of an instance process, one per --mode: a local
-// Limiter with limit/N (nothing shared), a LeasedLimiter, or a DirectLimiter
-// (both sharing the limit through Redis). Only the public API is used.
+// The decision maker of an instance process, whatever --mode: a local
+// Limiter with limit/N (nothing shared), a LeasedLimiter, or a
+// DirectLimiter (both sharing the limit through Redis). Every use of the
+// library's limiter API (Create, TryAcquire, stats(), the options) is in
+// targets.cc, so that an API change is met there alone.
 #ifndef TOKENLEASE_TOOLS_DEMO_TARGETS_H_
 #define TOKENLEASE_TOOLS_DEMO_TARGETS_H_
 
@@ -19,41 +21,39 @@
 
 namespace tokenlease::tools {
 
-// Decides the requests of one instance, whatever the mode. Decide() is
-// called from every load thread at once.
 class Target {
  public:
-  virtual ~Target() = default;
+  // The target of --mode. `prefix` namespaces this run's Redis keys; `keys`
+  // must outlive the target.
+  static absl::StatusOr<std::unique_ptr<Target>> Create(
+      const DemoOptions& o, const std::string& prefix, const KeySet& keys);
+  ~Target();
+
   // Decides one request for key `key_index` of the key set: 1 admitted, 0
-  // denied, -1 no decision (an error).
-  virtual int Decide(size_t key_index) = 0;
-  // Keys the limiter holds in memory now (0 for direct mode).
-  virtual int64_t Keys() = 0;
-  // Redis commands sent so far (0 for local mode).
-  virtual int64_t CommandsSent() = 0;
-  // The health of the Redis connection now (kNone for local mode).
-  virtual Health CurrentHealth() { return Health::kNone; }
+  // denied, -1 no decision (an error). Called from every load thread.
+  int Decide(size_t key_index);
+  // Keys the limiter holds in memory (0 in direct mode), Redis commands
+  // sent so far and the connection's health (0 and kNone in local mode).
+  int64_t Keys();
+  int64_t CommandsSent();
+  Health CurrentHealth();
   // The connection's health transitions since the last call, oldest first.
-  virtual std::vector<HealthEvent> TakeHealthEvents() { return {}; }
-  // Ends the run: keeps the counters as the run ended, then shuts the
-  // limiter down (leased mode returns its leases). After the load threads.
-  virtual void Stop() = 0;
-  // The counters for the "C" line; after Stop().
-  virtual FinalStats Final() = 0;
+  std::vector<HealthEvent> TakeHealthEvents();
+  // Ends the run, after the load threads: "M" lines of the limiter's
+  // counters as the run ended (PrometheusWriter; none in local mode), then
+  // shuts the limiter down (leased mode returns its leases) and sets
+  // *commands to the commands sent including the shutdown's.
+  std::string Stop(int64_t* commands);
+
+ private:
+  struct Impl;
+  explicit Target(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
 };
 
 // The limit of one local-mode instance: --algorithm with limit/N per second
 // (burst --burst/N, at least 1).
 LimitSpec LocalSpec(const DemoOptions& o);
-
-// The lease options of leased mode, from the --lease_* flags.
-LeaseOptions MakeLeaseOptions(const DemoOptions& o);
-
-// Creates the target of --mode. `prefix` namespaces the Redis keys of this
-// run; `keys` must outlive the target.
-absl::StatusOr<std::unique_ptr<Target>> MakeTarget(const DemoOptions& o,
-                                                   const std::string& prefix,
-                                                   const KeySet& keys);
 
 }  // namespace tokenlease::tools
 

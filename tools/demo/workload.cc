@@ -1,5 +1,5 @@
-// The key set with its Zipf CDF, the reporting windows, and the pacing of
-// a load thread (see workload.h).
+// The key set with its Zipf CDF, windows and phases, per-key counts, and
+// the pacing of a load thread (workload.h).
 #include "demo/workload.h"
 
 #include <sched.h>
@@ -42,6 +42,16 @@ int64_t NumWindows(const DemoOptions& o) {
 
 int64_t WindowNs(const DemoOptions& o) {
   return int64_t{o.window_ms} * 1'000'000;
+}
+
+int64_t WindowAt(const DemoOptions& o, int64_t elapsed_ns) {
+  return std::clamp<int64_t>(elapsed_ns / WindowNs(o), 0, NumWindows(o) - 1);
+}
+
+OutagePhase PhaseAt(const DemoOptions& o, int64_t elapsed_ns) {
+  const double t = static_cast<double>(elapsed_ns) / 1e9;
+  if (t < o.outage_at) return kBeforeOutage;
+  return t < o.OutageEnd() ? kDuringOutage : kAfterOutage;
 }
 
 size_t KeySet::Draw(std::mt19937_64& rng) const {
@@ -98,6 +108,39 @@ int64_t HotKeys(const DemoOptions& o) {
   while (n < o.zipf_keys && hot(n)) ++n;
   while (n > 0 && !hot(n - 1)) --n;
   return n;
+}
+
+KeyCounter::KeyCounter(int64_t keys)
+    : dense_(static_cast<size_t>(std::clamp<int64_t>(keys, 0, kDenseKeys))) {
+  for (size_t i = 0; i < dense_.size(); ++i) {
+    dense_[i].rank = static_cast<int64_t>(i);
+  }
+}
+
+void KeyCounter::AppendTo(std::vector<KeyCount>& out) const {
+  for (const KeyCount& k : dense_) {
+    if (k.offered > 0) out.push_back(k);
+  }
+  for (const auto& [rank, k] : sparse_) {
+    out.push_back({static_cast<int64_t>(rank), k.offered, k.admitted});
+  }
+}
+
+std::vector<KeyCount> SumByRank(std::vector<KeyCount> counts) {
+  std::sort(
+      counts.begin(), counts.end(),
+      [](const KeyCount& a, const KeyCount& b) { return a.rank < b.rank; });
+  size_t out = 0;
+  for (const KeyCount& k : counts) {
+    if (out > 0 && counts[out - 1].rank == k.rank) {
+      counts[out - 1].offered += k.offered;
+      counts[out - 1].admitted += k.admitted;
+    } else {
+      counts[out++] = k;
+    }
+  }
+  counts.resize(out);
+  return counts;
 }
 
 std::string LoadThreadName(int t) { return absl::StrCat("tl-load-", t); }

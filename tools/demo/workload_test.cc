@@ -5,10 +5,13 @@
 #include <random>
 #include <vector>
 
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
 namespace tokenlease::tools {
 namespace {
+
+using ::testing::ElementsAre;
 
 DemoOptions Zipf(int keys, double s) {
   DemoOptions o;
@@ -53,14 +56,49 @@ TEST(WorkloadTest, ZipfDrawsFollowTheDistribution) {
   EXPECT_NEAR(static_cast<double>(zero) / kDraws, ZipfP0(o), 0.01);
 }
 
-TEST(WorkloadTest, Windows) {
+TEST(WorkloadTest, WindowsAndPhases) {
   DemoOptions o;
   o.seconds = 20;
   o.window_ms = 500;
   EXPECT_EQ(NumWindows(o), 40);
+  EXPECT_EQ(WindowAt(o, 1'499'999'999), 2);
+  EXPECT_EQ(WindowAt(o, -5), 0);               // clamped to the run
+  EXPECT_EQ(WindowAt(o, 30'000'000'000), 39);  // (a late decision)
   o.seconds = 2.2;
   EXPECT_EQ(NumWindows(o), 5);  // the last one is 200 ms
   EXPECT_EQ(WindowNs(o), 500'000'000);
+  o.outage_at = 8;
+  o.outage_seconds = 4;
+  EXPECT_EQ(PhaseAt(o, 7'999'999'999), kBeforeOutage);
+  EXPECT_EQ(PhaseAt(o, 8'000'000'000), kDuringOutage);
+  EXPECT_EQ(PhaseAt(o, 12'000'000'000), kAfterOutage);
+}
+
+TEST(WorkloadTest, KeyCounterKeepsOnlyKeysOfferedAnything) {
+  KeyCounter c(/*keys=*/10);
+  c.Count(3, true);
+  c.Count(3, false);
+  c.Count(7, true);
+  std::vector<KeyCount> out;
+  c.AppendTo(out);
+  EXPECT_THAT(out, ElementsAre(KeyCount{3, 2, 1}, KeyCount{7, 1, 1}));
+}
+
+TEST(WorkloadTest, KeyCounterBeyondTheDenseRanks) {
+  const int64_t far = KeyCounter::kDenseKeys + 5;
+  KeyCounter c(far + 1);
+  c.Count(static_cast<size_t>(far), true);
+  c.Count(0, false);
+  std::vector<KeyCount> out;
+  c.AppendTo(out);
+  EXPECT_THAT(SumByRank(out),
+              ElementsAre(KeyCount{0, 1, 0}, KeyCount{far, 1, 1}));
+}
+
+TEST(WorkloadTest, SumByRankSortsAndAdds) {
+  EXPECT_THAT(SumByRank({{5, 2, 1}, {1, 1, 1}, {5, 3, 0}, {1, 4, 2}}),
+              ElementsAre(KeyCount{1, 5, 3}, KeyCount{5, 5, 1}));
+  EXPECT_TRUE(SumByRank({}).empty());
 }
 
 TEST(WorkloadTest, PacerKeepsAnAbsoluteScheduleAndDropsLongLags) {
