@@ -70,7 +70,7 @@ struct alignas(64) ThreadResult {
   int64_t taken = 0;  // samples written; stored with release order
   int64_t sent = 0;   // the monitor's: samples sent to the parent
   KeyCounter per_key;
-  int64_t errors = 0, first_ns = 0, last_ns = 0;
+  int64_t first_ns = 0, last_ns = 0;
   // A steady_clock time such that every decision the thread will still
   // count is at or after it (INT64_MAX once it has ended); release order
   // after the counts it covers.
@@ -109,7 +109,7 @@ void RunThread(const Load& load, int instance, int t, ThreadResult& r) {
     const bool timed = calls % o.sample_every == 0 &&
                        r.taken < static_cast<int64_t>(r.samples.size());
     const int64_t before = timed ? SteadyNs() : now;
-    const int res = load.target.Decide(k);
+    const bool admitted = load.target.Decide(k);
     if (timed) {
       now = SteadyNs();
       r.samples[r.taken] = {now - load.start_ns, now - before,
@@ -117,10 +117,9 @@ void RunThread(const Load& load, int instance, int t, ThreadResult& r) {
       Set(r.taken, r.taken + 1, std::memory_order_release);
     }
     const int64_t elapsed = now - load.start_ns;
-    Count(r.windows[WindowAt(o, elapsed)], k == 0, res > 0);
-    if (o.outage) Count(r.phases[PhaseAt(o, elapsed)], k == 0, res > 0);
-    r.per_key.Count(k, res > 0);
-    r.errors += res < 0;
+    Count(r.windows[WindowAt(o, elapsed)], k == 0, admitted);
+    if (o.outage) Count(r.phases[PhaseAt(o, elapsed)], k == 0, admitted);
+    r.per_key.Count(k, admitted);
     if (r.first_ns == 0) r.first_ns = now;
     r.last_ns = now;
   }
@@ -213,7 +212,7 @@ std::string FinalLines(const DemoOptions& o, Results& results, Target& target) {
   std::string out = HealthAndSamples(o, target, results);
   Counts phases[kOutagePhases];
   std::vector<KeyCount> keys;
-  int64_t first = 0, last = 0, errors = 0;
+  int64_t first = 0, last = 0;
   for (int64_t w = 0; w < NumWindows(o); ++w) {
     Counts c;
     for (auto& r : results) c += r->windows[w];
@@ -226,7 +225,6 @@ std::string FinalLines(const DemoOptions& o, Results& results, Target& target) {
       first = r->first_ns;
     }
     last = std::max(last, r->last_ns);
-    errors += r->errors;
   }
   for (int p = 0; o.outage && p < kOutagePhases; ++p) {
     const Counts& c = phases[p];
@@ -239,7 +237,7 @@ std::string FinalLines(const DemoOptions& o, Results& results, Target& target) {
   out += target.Stop(&commands);
   rusage ru{};
   getrusage(RUSAGE_SELF, &ru);
-  return out + Line("E", {first, last, errors, ru.ru_maxrss, commands});
+  return out + Line("E", {first, last, ru.ru_maxrss, commands});
 }
 
 }  // namespace

@@ -76,7 +76,6 @@ Totals Aggregate(const RunRecord& run) {
     keys.insert(keys.end(), r.keys.begin(), r.keys.end());
     for (const auto& [series, value] : r.metrics) t.metrics[series] += value;
     t.last_ns = std::max(t.last_ns, r.last_ns);
-    t.errors += r.errors;
     t.commands_with_shutdown += r.commands_with_shutdown;
   }
   t.per_key = SumByRank(std::move(keys));
@@ -371,7 +370,7 @@ void AppendRedis(const DemoOptions& o, const Totals& t,
         m("lease_requests_total"), m("tokens_granted_total"),
         m("tokens_returned_total"), m("lease_refusals_total"),
         m("charges_total"), m("tokens_charged_total"),
-        m("redis_call_errors_total"), m("spare_misses_total"));
+        m("redis_errors_total"), m("spare_misses_total"));
   }
   absl::StrAppendFormat(
       &out,
@@ -413,9 +412,6 @@ std::string Summary(const DemoOptions& o, const RunRecord& run, const Totals& t,
           : "",
       t.all.admitted,
       t.all.offered ? 100.0 * t.all.admitted / t.all.offered : 0.0);
-  if (t.errors > 0) {
-    absl::StrAppendFormat(&out, "errors (no decision): %d\n", t.errors);
-  }
   AppendSpan(o, t, out);
   if (o.keys == KeyDist::kZipf) out += PerKeySummary(o, t);
   AppendLatency(o, run, t, out);

@@ -82,7 +82,7 @@ struct Totals {
   std::vector<HealthEvent> events;  // every instance's
   std::vector<KeyCount> per_key;    // in rank order
   absl::flat_hash_map<std::string, double> metrics;
-  int64_t last_ns = 0, errors = 0, commands_with_shutdown = 0;
+  int64_t last_ns = 0, commands_with_shutdown = 0;
   double duration_s = 0;  // start to the last decision
 
   // A metric summed over the instances (0 if absent).

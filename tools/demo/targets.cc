@@ -78,8 +78,8 @@ struct Target::Impl {
   std::shared_ptr<RedisConnection> connection;
   RedisConnection* redis = nullptr;  // leased and direct mode
   std::shared_ptr<HealthLog> health;
-  KeyHandle local_hot;  // --use_handle
-  LeaseHandle leased_hot;
+  Limiter::Handle local_hot;  // --use_handle
+  LeasedLimiter::Handle leased_hot;
 };
 
 Target::Target(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -94,7 +94,7 @@ absl::StatusOr<std::unique_ptr<Target>> Target::Create(
     if (!l.ok()) return l.status();
     t->local = *std::move(l);
     if (o.use_handle) {
-      absl::StatusOr<KeyHandle> h = t->local->Resolve(keys.names[0]);
+      absl::StatusOr<Limiter::Handle> h = t->local->Resolve(keys.names[0]);
       if (!h.ok()) return h.status();
       t->local_hot = *std::move(h);
     }
@@ -122,7 +122,7 @@ absl::StatusOr<std::unique_ptr<Target>> Target::Create(
     t->leased = *std::move(l);
     t->redis = t->connection.get();
     if (o.use_handle) {
-      absl::StatusOr<LeaseHandle> h = t->leased->Resolve(keys.names[0]);
+      absl::StatusOr<LeasedLimiter::Handle> h = t->leased->Resolve(keys.names[0]);
       if (!h.ok()) return h.status();
       t->leased_hot = *std::move(h);
     }
@@ -149,7 +149,7 @@ absl::StatusOr<std::unique_ptr<Target>> Target::Create(
   return std::unique_ptr<Target>(new Target(std::move(t)));
 }
 
-int Target::Decide(size_t i) {
+bool Target::Decide(size_t i) {
   Impl& t = *impl_;
   if (t.local != nullptr) {
     return (i == 0 && t.local_hot.valid()
@@ -163,8 +163,7 @@ int Target::Decide(size_t i) {
                 : t.leased->TryAcquire(t.keys.names[i], 1))
         .allowed;
   }
-  const absl::StatusOr<Decision> d = t.direct->TryAcquire(t.keys.names[i], 1);
-  return d.ok() ? d->allowed : -1;
+  return t.direct->TryAcquire(t.keys.names[i], 1).allowed;
 }
 
 int64_t Target::Keys() {
@@ -197,8 +196,8 @@ std::string Target::Stop(int64_t* commands) {
   PrometheusWriter w;
   if (t.leased != nullptr) w.Add("demo", t.leased->stats()).IgnoreError();
   if (t.direct != nullptr) w.Add("demo", t.direct->stats()).IgnoreError();
-  t.local_hot = KeyHandle();
-  t.leased_hot = LeaseHandle();
+  t.local_hot = Limiter::Handle();
+  t.leased_hot = LeasedLimiter::Handle();
   t.leased.reset();  // returns every lease
   *commands = CommandsSent();
   return MetricLines(w.Text());

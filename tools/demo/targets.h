@@ -29,9 +29,10 @@ class Target {
       const DemoOptions& o, const std::string& prefix, const KeySet& keys);
   ~Target();
 
-  // Decides one request for key `key_index` of the key set: 1 admitted, 0
-  // denied, -1 no decision (an error). Called from every load thread.
-  int Decide(size_t key_index);
+  // Decides one request for key `key_index` of the key set: true if
+  // admitted (every mode decides; a Redis that cannot is the failure
+  // mode's). Called from every load thread.
+  bool Decide(size_t key_index);
   // Keys the limiter holds in memory (0 in direct mode), Redis commands
   // sent so far and the connection's health (0 and kNone in local mode).
   int64_t Keys();
