@@ -41,8 +41,8 @@ static_assert(std::same_as<decltype(std::declval<Limiter&>().Reserve(
 static_assert(std::same_as<decltype(std::declval<DirectLimiter&>().Reserve(
                                "", 1, absl::ZeroDuration())),
                            Reservation>);
-static_assert(std::same_as<decltype(std::declval<Limiter&>().stats()),
-                           LimiterStats>);
+static_assert(
+    std::same_as<decltype(std::declval<Limiter&>().stats()), LimiterStats>);
 static_assert(std::same_as<decltype(std::declval<DirectLimiter&>().stats()),
                            SharedLimitStats>);
 static_assert(std::same_as<decltype(std::declval<LeasedLimiter&>().stats()),
@@ -52,8 +52,9 @@ TEST(ContractTest, EveryModeHasTheSameDefaults) {
   const LimiterOptions local;
   const DirectLimiterOptions direct;
   const LeasedLimiterOptions leased;
-  for (const LimiterOptions* o : {static_cast<const LimiterOptions*>(&direct),
-                                  static_cast<const LimiterOptions*>(&leased)}) {
+  for (const LimiterOptions* o :
+       {static_cast<const LimiterOptions*>(&direct),
+        static_cast<const LimiterOptions*>(&leased)}) {
     EXPECT_EQ(o->max_keys, local.max_keys);
     EXPECT_EQ(o->shards, local.shards);
     EXPECT_EQ(o->max_key_bytes, local.max_key_bytes);
@@ -135,7 +136,8 @@ TEST(ContractTest, LocalStatsCountEveryDecisionBySource) {
   EXPECT_EQ(s.mode, LimiterMode::kLocal);
   EXPECT_EQ(s.keys, uint64_t{kThreads});
   // The clock stands still: each key admits its burst, then denies.
-  EXPECT_EQ(s.decisions.Admitted(DecisionSource::kLocal), uint64_t{5 * kThreads});
+  EXPECT_EQ(s.decisions.Admitted(DecisionSource::kLocal),
+            uint64_t{5 * kThreads});
   EXPECT_EQ(s.decisions.Denied(DecisionSource::kLocal),
             uint64_t{(kEach - 5) * kThreads});
   EXPECT_EQ(s.decisions.Denied(DecisionSource::kInvalidArgument), 1u);
@@ -245,9 +247,7 @@ struct ScriptedLimiter {
 TEST(ContractTest, TheGuardMapsEverySourceToAStatusThatSaysWhatToDo) {
   ScriptedLimiter l;
   int calls = 0;
-  auto run = [&] {
-    return RateLimited(l, "user:1", [&] { ++calls; });
-  };
+  auto run = [&] { return RateLimited(l, "user:1", [&] { ++calls; }); };
   l.next.allowed = true;
   EXPECT_TRUE(run().ok());
   EXPECT_EQ(calls, 1);

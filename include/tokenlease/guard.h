@@ -49,9 +49,9 @@ inline absl::Status DeniedStatus(std::string_view key,
           "': Redis cannot decide and the limit fails closed; retry after ",
           absl::FormatDuration(decision.retry_after())));
     case DecisionSource::kKeyLimit:
-      return absl::ResourceExhaustedError(absl::StrCat(
-          "rate limit on '", shown,
-          "': the limiter holds max_keys keys and none is idle"));
+      return absl::ResourceExhaustedError(
+          absl::StrCat("rate limit on '", shown,
+                       "': the limiter holds max_keys keys and none is idle"));
     default:
       break;
   }

@@ -17,12 +17,20 @@
 #include "absl/time/time.h"
 #include "tokenlease/decision.h"
 #include "tokenlease/internal/decision_counts.h"
+#include "tokenlease/internal/key_pin.h"
 #include "tokenlease/internal/lease_hot.h"
 #include "tokenlease/redis.h"
 #include "tokenlease/shared_limit.h"
 #include "tokenlease/spec.h"
 
 namespace tokenlease {
+
+namespace internal {
+template <>
+void KeyPin<LeaseHot>::AddPin(LeaseHot* e);
+template <>
+void KeyPin<LeaseHot>::RemovePin(LeaseHot* e);
+}  // namespace internal
 
 // What a key without a lease does (its first requests, and again after a
 // lease ended). docs/design.md, "Keys without a lease", gives the bound.
@@ -150,33 +158,29 @@ class LeasedLimiter {
   // Limiter::Handle: a copy is another pin on the key, and each copy keeps
   // its own refusal hint, so threads holding their own copies share nothing
   // but the key.
-  class Handle {
+  class Handle : private internal::KeyPin<internal::LeaseHot> {
    public:
     Handle() = default;
-    Handle(const Handle& other);
-    Handle& operator=(const Handle& other);
-    Handle(Handle&& other) noexcept;
-    Handle& operator=(Handle&& other) noexcept;
-    ~Handle();
-    // True if this handle refers to a key (default-constructed ones do not).
-    bool valid() const { return entry_ != nullptr; }
+    // True if this handle refers to a key (default-constructed and
+    // moved-from ones do not).
+    using KeyPin::valid;
 
    private:
     friend class LeasedLimiter;
-    Handle(internal::LeaseHot* entry, int64_t max_cost)
-        : entry_(entry), max_cost_(max_cost) {}
-    internal::LeaseHot* entry_ = nullptr;
+    Handle(internal::LeaseHot* pinned, int64_t max_cost)
+        : KeyPin(pinned), max_cost_(max_cost) {}
     // The limit's first-band burst when resolved (at most 2^40, spec.cc):
     // no lease can pay more, so a larger cost never touches the balance.
     // Kept here, not in the key, so that the inline path loads nothing the
-    // entry pointer's load must precede. After an UpdateSpec it may be the
-    // old burst: a filter only, the balance holds what Redis granted.
-    int64_t max_cost_ = 0;
+    // entry pointer's load must precede. 0 when moved from, so that the
+    // inline path leaves a handle without a key to SlowAcquire. After an
+    // UpdateSpec it may be the old burst: a filter only, the balance holds
+    // what Redis granted.
+    internal::ResetOnMove<int64_t> max_cost_;
     // Set when a decision through this handle found too few tokens, cleared
     // when one finds enough: the next decision reads the balance before it
-    // writes. Per handle, not per key: a copy, or a handle assigned to,
-    // starts without it.
-    mutable std::atomic<bool> expect_refusal_{false};
+    // writes. Per handle, not per key.
+    internal::RefusalHint expect_refusal_;
   };
 
   // Validates `spec` (as DirectLimiter does) and `options`, connects (in
@@ -269,8 +273,9 @@ class LeasedLimiter {
     // would take 2^23 of them at once.
     // relaxed (expect_refusal_): a hint; either value gives a correct
     // decision.
-    if (cost > 0 && cost <= handle.max_cost_ &&
-        !handle.expect_refusal_.load(std::memory_order_relaxed)) [[likely]] {
+    if (cost > 0 && cost <= handle.max_cost_.value &&
+        !handle.expect_refusal_.flag.load(std::memory_order_relaxed))
+        [[likely]] {
       // relaxed: the balance is a count of tokens and publishes nothing
       // else; each token is taken by exactly one successful subtraction.
       // While a failed subtraction is in flight others see fewer tokens,

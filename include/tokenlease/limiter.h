@@ -14,6 +14,7 @@
 #include "absl/time/time.h"
 #include "tokenlease/clock.h"
 #include "tokenlease/decision.h"
+#include "tokenlease/internal/key_pin.h"
 #include "tokenlease/metrics.h"
 #include "tokenlease/spec.h"
 
@@ -22,6 +23,10 @@ namespace tokenlease {
 namespace internal {
 class LimiterCore;
 struct KeyEntry;
+template <>
+void KeyPin<KeyEntry>::AddPin(KeyEntry* e);
+template <>
+void KeyPin<KeyEntry>::RemovePin(KeyEntry* e);
 }  // namespace internal
 
 // Settings of a Limiter that are not part of the limit itself, and the
@@ -86,28 +91,21 @@ class Limiter {
   // so each worker thread or request context can hold its own copy without
   // a shared_ptr around it (an extra indirection on every decision) and
   // without threads sharing the handle's cache line.
-  class Handle {
+  class Handle : private internal::KeyPin<internal::KeyEntry> {
    public:
     Handle() = default;
-    Handle(const Handle& other);
-    Handle& operator=(const Handle& other);
-    Handle(Handle&& other) noexcept;
-    Handle& operator=(Handle&& other) noexcept;
-    ~Handle();
-
-    // True if this handle refers to a key (default-constructed ones do not).
-    bool valid() const { return entry_ != nullptr; }
+    // True if this handle refers to a key (default-constructed and
+    // moved-from ones do not).
+    using KeyPin::valid;
     // The key's name.
     std::string_view key() const;
 
    private:
     friend class Limiter;
-    Handle(internal::LimiterCore* core, internal::KeyEntry* entry)
-        : core_(core), entry_(entry) {}
-    void Release();
+    Handle(internal::LimiterCore* core, internal::KeyEntry* pinned)
+        : KeyPin(pinned), core_(core) {}
 
     internal::LimiterCore* core_ = nullptr;
-    internal::KeyEntry* entry_ = nullptr;
   };
 
   // Validates `spec` and `options`; returns InvalidArgument naming the wrong

@@ -28,45 +28,21 @@ absl::Status LimiterOptions::Validate() const {
 
 // ---------------------------------------------------------- Limiter::Handle
 
-Limiter::Handle::Handle(const Handle& other)
-    : core_(other.core_), entry_(other.entry_) {
-  // Relaxed: `other` holds a pin, so the entry cannot be retired while this
-  // one is added (ShardedRegistry checks pins before and after retiring).
-  if (entry_ != nullptr) entry_->pins.fetch_add(1, std::memory_order_relaxed);
+namespace internal {
+template <>
+void KeyPin<KeyEntry>::AddPin(KeyEntry* e) {
+  // Relaxed: the copied pin keeps the entry alive, so it cannot be retired
+  // while this one is added (ShardedRegistry checks pins before and after
+  // retiring).
+  if (e != nullptr) e->pins.fetch_add(1, std::memory_order_relaxed);
 }
-
-Limiter::Handle& Limiter::Handle::operator=(const Handle& other) {
-  if (this != &other) {
-    Handle copy(other);
-    *this = std::move(copy);
-  }
-  return *this;
+template <>
+void KeyPin<KeyEntry>::RemovePin(KeyEntry* e) {
+  // Release: every use of the entry happens before an evictor's acquire
+  // load sees the pin gone.
+  if (e != nullptr) e->pins.fetch_sub(1, std::memory_order_release);
 }
-
-Limiter::Handle::Handle(Handle&& other) noexcept
-    : core_(std::exchange(other.core_, nullptr)),
-      entry_(std::exchange(other.entry_, nullptr)) {}
-
-Limiter::Handle& Limiter::Handle::operator=(Handle&& other) noexcept {
-  if (this != &other) {
-    Release();
-    core_ = std::exchange(other.core_, nullptr);
-    entry_ = std::exchange(other.entry_, nullptr);
-  }
-  return *this;
-}
-
-Limiter::Handle::~Handle() { Release(); }
-
-void Limiter::Handle::Release() {
-  if (entry_ != nullptr) {
-    // Release: every use of the entry happens before an evictor's acquire
-    // load sees the pin gone.
-    entry_->pins.fetch_sub(1, std::memory_order_release);
-    entry_ = nullptr;
-    core_ = nullptr;
-  }
-}
+}  // namespace internal
 
 std::string_view Limiter::Handle::key() const {
   return entry_ != nullptr ? entry_->name() : std::string_view();
@@ -86,7 +62,8 @@ Limiter::Limiter(std::unique_ptr<LimiterCore> core) : core_(std::move(core)) {}
 Limiter::~Limiter() = default;
 
 Decision Limiter::TryAcquire(std::string_view key, int64_t cost) {
-  return core_->Finish(core_->DecideByName(key, BandRequest{core_->Now(), cost}));
+  return core_->Finish(
+      core_->DecideByName(key, BandRequest{core_->Now(), cost}));
 }
 
 Decision Limiter::TryAcquire(std::string_view key, int64_t cost,
@@ -101,11 +78,12 @@ Decision Limiter::TryAcquire(const Handle& handle, int64_t cost) {
 
 Decision Limiter::TryAcquire(const Handle& handle, int64_t cost,
                              int64_t now_ns) {
-  if (handle.core_ != core_.get()) [[unlikely]] {
+  // Another limiter's, default-constructed or moved from.
+  if (handle.core_ != core_.get() || handle.entry_ == nullptr) [[unlikely]] {
     return core_->Finish(LimiterCore::InvalidArgumentDecision());
   }
-  return core_->Finish(core_->DecidePinned(
-      handle.entry_, BandRequest{ClampTime(now_ns), cost}));
+  return core_->Finish(
+      core_->DecidePinned(handle.entry_, BandRequest{ClampTime(now_ns), cost}));
 }
 
 absl::StatusOr<Limiter::Handle> Limiter::Resolve(std::string_view key) {

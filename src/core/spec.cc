@@ -86,6 +86,16 @@ LimitSpec OneBand(Band b) {
   return s;
 }
 
+// A band of `algorithm` with `limit` per `period`, every other field at its
+// default (the convenience constructors set what their algorithm takes).
+Band MakeBand(Algorithm algorithm, int64_t limit, absl::Duration period) {
+  Band b;
+  b.algorithm = algorithm;
+  b.limit = limit;
+  b.period = period;
+  return b;
+}
+
 }  // namespace
 
 const char* AlgorithmName(Algorithm a) {
@@ -153,49 +163,32 @@ std::string DescribeSpec(const LimitSpec& spec) {
 
 LimitSpec LimitSpec::TokenBucket(int64_t limit, absl::Duration period,
                                  int64_t burst, Refill refill) {
-  Band b;
-  b.algorithm = Algorithm::kTokenBucket;
-  b.limit = limit;
-  b.period = period;
+  Band b = MakeBand(Algorithm::kTokenBucket, limit, period);
   b.burst = burst;
   b.refill = refill;
   return OneBand(b);
 }
 
 LimitSpec LimitSpec::Gcra(int64_t limit, absl::Duration period, int64_t burst) {
-  Band b;
-  b.algorithm = Algorithm::kGcra;
-  b.limit = limit;
-  b.period = period;
+  Band b = MakeBand(Algorithm::kGcra, limit, period);
   b.burst = burst;
   return OneBand(b);
 }
 
 LimitSpec LimitSpec::FixedWindow(int64_t limit, absl::Duration period,
                                  absl::Duration window_offset) {
-  Band b;
-  b.algorithm = Algorithm::kFixedWindow;
-  b.limit = limit;
-  b.period = period;
+  Band b = MakeBand(Algorithm::kFixedWindow, limit, period);
   b.window_offset = window_offset;
   return OneBand(b);
 }
 
 LimitSpec LimitSpec::SlidingWindowCounter(int64_t limit,
                                           absl::Duration period) {
-  Band b;
-  b.algorithm = Algorithm::kSlidingWindowCounter;
-  b.limit = limit;
-  b.period = period;
-  return OneBand(b);
+  return OneBand(MakeBand(Algorithm::kSlidingWindowCounter, limit, period));
 }
 
 LimitSpec LimitSpec::SlidingWindowLog(int64_t limit, absl::Duration period) {
-  Band b;
-  b.algorithm = Algorithm::kSlidingWindowLog;
-  b.limit = limit;
-  b.period = period;
-  return OneBand(b);
+  return OneBand(MakeBand(Algorithm::kSlidingWindowLog, limit, period));
 }
 
 }  // namespace tokenlease

@@ -118,7 +118,8 @@ void DirectLimiter::Impl::Submit(std::string_view key, int64_t cost,
   if (cost < 0 || cost > internal::kMaxScriptCost ||
       key.size() > static_cast<size_t>(options_.max_key_bytes)) {
     Reservation r;
-    r.decision = policy_->Finish(internal::LimiterCore::InvalidArgumentDecision());
+    r.decision =
+        policy_->Finish(internal::LimiterCore::InvalidArgumentDecision());
     done(r);
     return;
   }
@@ -139,8 +140,7 @@ void DirectLimiter::Impl::Submit(std::string_view key, int64_t cost,
     policy->NoteError(error, key_error);
     Reservation r;
     if (reserve) {
-      r = policy->Reserve(key, cost, absl::Microseconds(max_wait_us),
-                          retry_ns);
+      r = policy->Reserve(key, cost, absl::Microseconds(max_wait_us), retry_ns);
     } else {
       r.decision = policy->Decide(key, cost, retry_ns);
     }
@@ -172,8 +172,8 @@ void DirectLimiter::Impl::Submit(std::string_view key, int64_t cost,
   policy_->NoteCall();
   absl::Status queued = client_.SubmitScript(
       internal::kAcquireScript, std::move(argv),
-      [shared, fail, policy = policy_](
-          absl::StatusOr<internal::RedisReply> reply) {
+      [shared, fail,
+       policy = policy_](absl::StatusOr<internal::RedisReply> reply) {
         if (!reply.ok()) {
           (*shared)(fail(reply.status(), false));
           return;
@@ -234,10 +234,9 @@ DirectLimiter::~DirectLimiter() = default;
 void DirectLimiter::TryAcquireAsync(std::string_view key, int64_t cost,
                                     DecisionCallback done,
                                     absl::Duration timeout) {
-  impl_->Submit(key, cost, /*reserve=*/false, 0, timeout,
-                [done = std::move(done)](Reservation r) mutable {
-                  done(r.decision);
-                });
+  impl_->Submit(
+      key, cost, /*reserve=*/false, 0, timeout,
+      [done = std::move(done)](Reservation r) mutable { done(r.decision); });
 }
 
 Decision DirectLimiter::TryAcquire(std::string_view key, int64_t cost,

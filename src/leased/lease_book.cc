@@ -32,8 +32,7 @@ LeaseBook::LeaseBook(const LimitSpec& spec, const LeaseOptions& options,
 void LeaseBook::SetSpec(const LimitSpec& spec) {
   sizing_ = ComputeSizing(spec, options_);
   burst_ = FirstBandBurst(spec);
-  fixed_window_first_ =
-      spec.bands.front().algorithm == Algorithm::kFixedWindow;
+  fixed_window_first_ = spec.bands.front().algorithm == Algorithm::kFixedWindow;
   // relaxed: a value on its own, read by NewEntry on any thread.
   credit_.store(InitialCredit(spec, options_), std::memory_order_relaxed);
   credit_refill_ns_ = FullRefillNanos(spec) > INT64_MAX / 2

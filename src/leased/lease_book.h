@@ -285,8 +285,8 @@ class LeaseBook {
   struct Counters {
     std::atomic<uint64_t> lease_requests{0}, tokens_granted{0},
         tokens_returned{0}, denied_by_redis{0}, charges{0}, tokens_charged{0},
-        leases_granted{0}, leases_expired{0},
-        tokens_expired{0}, leases_returned{0};
+        leases_granted{0}, leases_expired{0}, tokens_expired{0},
+        leases_returned{0};
   };
   Counters counters_;
   SpareBlocks spares_;  // blocks for NewEntry

@@ -52,10 +52,10 @@ absl::StatusOr<LeaseEntry*> LeaseKeys::Pin(std::string_view key) {
     absl::StatusOr<LeaseEntry*> pinned = registry_.With(
         key, 0, [&](LeaseEntry* e) -> absl::StatusOr<LeaseEntry*> {
           if (e == nullptr) {
-            return absl::ResourceExhaustedError(absl::StrCat(
-                "the limiter holds max_keys (", max_keys_,
-                ") keys and none is idle; raise "
-                "LeasedLimiterOptions::max_keys"));
+            return absl::ResourceExhaustedError(
+                absl::StrCat("the limiter holds max_keys (", max_keys_,
+                             ") keys and none is idle; raise "
+                             "LeasedLimiterOptions::max_keys"));
           }
           retired = !PinLive(e);
           return e;

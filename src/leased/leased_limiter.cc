@@ -67,10 +67,10 @@ class LeasedLimiter::Impl {
               std::random_device{}(), options_.near_limit_fraction),
         keys_(options_, &book_, &reconciler_),
         transport_(&client_, spec, options_.key_prefix, options_.start_empty),
-        reconciler_(&book_, &keys_.registry(), &transport_, clock_,
-                    options_.lease, options_.key_prefix,
-                    static_cast<size_t>(
-                        std::min<int64_t>(options_.max_keys, 1 << 16))),
+        reconciler_(
+            &book_, &keys_.registry(), &transport_, clock_, options_.lease,
+            options_.key_prefix,
+            static_cast<size_t>(std::min<int64_t>(options_.max_keys, 1 << 16))),
         census_(internal::CensusDriver::Create(options_, &client_,
                                                policy_.fallback())),
         decider_(options_, spec, &book_, &keys_, &reconciler_, &transport_,
@@ -121,9 +121,9 @@ class LeasedLimiter::Impl {
       return s;
     }
     std::lock_guard<std::mutex> lock(spec_mu_);
-    if (absl::Status s = internal::CheckSpecUpdate(
-            spec_, spec, options_, "LeasedLimiter::UpdateSpec",
-            LimiterMode::kLeased);
+    if (absl::Status s = internal::CheckSpecUpdate(spec_, spec, options_,
+                                                   "LeasedLimiter::UpdateSpec",
+                                                   LimiterMode::kLeased);
         !s.ok()) {
       return s;
     }
@@ -172,7 +172,7 @@ class LeasedLimiter::Impl {
   Clock* const clock_;
   // The spec in force, and one the reconciler has yet to apply.
   mutable std::mutex spec_mu_;
-  LimitSpec spec_;                          // guarded by spec_mu_
+  LimitSpec spec_;                         // guarded by spec_mu_
   std::optional<LimitSpec> pending_spec_;  // guarded by spec_mu_
   // Set when destruction begins: no stats callback from then on. Relaxed
   // (store and load): a hint, see the callback.
@@ -190,54 +190,25 @@ class LeasedLimiter::Impl {
   internal::LeaseDecider decider_;
 };
 
-// --- LeasedLimiter::Handle --------------------------------------------------
+// --- LeasedLimiter::Handle's pins ------------------------------------------
 
-namespace {
-void Unpin(internal::LeaseHot* entry) {
+namespace internal {
+template <>
+void KeyPin<LeaseHot>::AddPin(LeaseHot* e) {
+  // relaxed: the copied handle already holds a pin, so the entry is alive.
+  if (e != nullptr) {
+    static_cast<LeaseEntry*>(e)->pins.fetch_add(1, std::memory_order_relaxed);
+  }
+}
+template <>
+void KeyPin<LeaseHot>::RemovePin(LeaseHot* e) {
   // release: every use through the handle happens before an eviction that
   // sees zero pins (acquire).
-  if (entry != nullptr) {
-    static_cast<LeaseEntry*>(entry)->pins.fetch_sub(1,
-                                                    std::memory_order_release);
+  if (e != nullptr) {
+    static_cast<LeaseEntry*>(e)->pins.fetch_sub(1, std::memory_order_release);
   }
 }
-void AddPin(internal::LeaseHot* entry) {
-  // relaxed: the copied handle already holds a pin, so the entry is alive.
-  if (entry != nullptr) {
-    static_cast<LeaseEntry*>(entry)->pins.fetch_add(1,
-                                                    std::memory_order_relaxed);
-  }
-}
-}  // namespace
-
-LeasedLimiter::Handle::Handle(const Handle& other)
-    : entry_(other.entry_), max_cost_(other.max_cost_) {
-  AddPin(entry_);
-}
-LeasedLimiter::Handle& LeasedLimiter::Handle::operator=(const Handle& other) {
-  if (this != &other) {
-    AddPin(other.entry_);
-    Unpin(entry_);
-    entry_ = other.entry_;
-    max_cost_ = other.max_cost_;
-    expect_refusal_.store(false, std::memory_order_relaxed);
-  }
-  return *this;
-}
-LeasedLimiter::Handle::Handle(Handle&& other) noexcept
-    : entry_(std::exchange(other.entry_, nullptr)),
-      max_cost_(std::exchange(other.max_cost_, 0)) {}
-LeasedLimiter::Handle& LeasedLimiter::Handle::operator=(
-    Handle&& other) noexcept {
-  if (this != &other) {
-    Unpin(entry_);
-    entry_ = std::exchange(other.entry_, nullptr);
-    max_cost_ = std::exchange(other.max_cost_, 0);
-    expect_refusal_.store(false, std::memory_order_relaxed);
-  }
-  return *this;
-}
-LeasedLimiter::Handle::~Handle() { Unpin(entry_); }
+}  // namespace internal
 
 // --- LeasedLimiter ---------------------------------------------------------
 
@@ -249,8 +220,7 @@ absl::StatusOr<std::unique_ptr<LeasedLimiter>> LeasedLimiter::Create(
       !s.ok()) {
     return s;
   }
-  if (absl::Status s = CheckNoBorrow(spec, "LeasedLimiter::Create");
-      !s.ok()) {
+  if (absl::Status s = CheckNoBorrow(spec, "LeasedLimiter::Create"); !s.ok()) {
     return s;
   }
   // After every check: a refused limiter opens no connection.
@@ -285,8 +255,8 @@ Decision LeasedLimiter::AfterSubtract(const Handle& handle, int64_t cost,
     e->balance.fetch_add(cost, std::memory_order_relaxed);
     // relaxed: a hint (see Decide); written only when it changes, so a
     // handle shared by threads is not written on every denial.
-    if (!handle.expect_refusal_.load(std::memory_order_relaxed)) {
-      handle.expect_refusal_.store(true, std::memory_order_relaxed);
+    if (!handle.expect_refusal_.flag.load(std::memory_order_relaxed)) {
+      handle.expect_refusal_.flag.store(true, std::memory_order_relaxed);
     }
     d = impl_->policy().Shadow(
         impl_->decider().Slow(e, cost, /*may_wait=*/true));
@@ -305,9 +275,9 @@ Decision LeasedLimiter::SlowAcquire(const Handle& handle, int64_t cost) {
     // Reached with an out-of-range cost, or when the handle expects a
     // refusal: Decide reads the balance before it subtracts, so denials
     // leave the balance's cache line shared. Enough tokens clear the mark.
-    if (cost > 0 && cost <= handle.max_cost_ &&
+    if (cost > 0 && cost <= handle.max_cost_.value &&
         e->balance.load(std::memory_order_relaxed) >= cost) {
-      handle.expect_refusal_.store(false, std::memory_order_relaxed);
+      handle.expect_refusal_.flag.store(false, std::memory_order_relaxed);
     }
     d = impl_->decider().Decide(e, cost);
     if (!d.allowed) d = impl_->policy().Shadow(d);

@@ -9,8 +9,8 @@ std::unique_ptr<CensusDriver> CensusDriver::Create(const SharedLimitOptions& o,
                                                    LocalFallback* fallback) {
   if (o.instance_group.empty()) return nullptr;
   auto census = std::make_unique<InstanceCensus>(
-      client, InstancesKey(o.key_prefix, o.instance_group),
-      RandomInstanceId(), o.announce_ttl, o.fallback_instances);
+      client, InstancesKey(o.key_prefix, o.instance_group), RandomInstanceId(),
+      o.announce_ttl, o.fallback_instances);
   return std::unique_ptr<CensusDriver>(new CensusDriver(
       std::move(census), absl::ToInt64Nanoseconds(o.announce_ttl) / 30,
       fallback));

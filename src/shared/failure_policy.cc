@@ -68,16 +68,17 @@ void FailurePolicy::NoteError(const absl::Status& error, bool key_error) {
   errors_.fetch_add(1, std::memory_order_relaxed);
   if (key_error) key_errors_.fetch_add(1, std::memory_order_relaxed);
   if (!log_) return;
-  const int64_t now_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
-                             std::chrono::steady_clock::now().time_since_epoch())
-                             .count();
+  const int64_t now_ns =
+      std::chrono::duration_cast<std::chrono::nanoseconds>(
+          std::chrono::steady_clock::now().time_since_epoch())
+          .count();
   std::string line;
   {
     std::lock_guard<std::mutex> lock(log_mu_);
     const std::string message = error.ToString();
     // At most a line a second, and the same message at most once a minute.
-    const int64_t since = last_log_ns_ == INT64_MIN ? INT64_MAX
-                                                    : now_ns - last_log_ns_;
+    const int64_t since =
+        last_log_ns_ == INT64_MIN ? INT64_MAX : now_ns - last_log_ns_;
     if (since < 1'000'000'000 ||
         (message == last_logged_ && since < 60'000'000'000)) {
       ++unlogged_;
@@ -105,14 +106,14 @@ void FailurePolicy::Fill(SharedLimitStats* s, bool share_keys) const {
   // relaxed: statistics.
   const uint64_t calls = calls_.load(std::memory_order_relaxed);
   if (calls > 0) s->redis_calls = calls;
-  s->decisions_per_call =
-      s->redis_calls == 0 ? 0
-                          : static_cast<double>(s->decisions.Total()) /
-                                static_cast<double>(s->redis_calls);
+  s->decisions_per_call = s->redis_calls == 0
+                              ? 0
+                              : static_cast<double>(s->decisions.Total()) /
+                                    static_cast<double>(s->redis_calls);
   s->redis_errors = errors_.load(std::memory_order_relaxed);
   s->key_errors = key_errors_.load(std::memory_order_relaxed);
-  s->instances = fallback_ != nullptr ? fallback_->instances()
-                                      : configured_instances_;
+  s->instances =
+      fallback_ != nullptr ? fallback_->instances() : configured_instances_;
   if (share_keys && fallback_ != nullptr) {
     s->keys = static_cast<uint64_t>(fallback_->keys());
   }

@@ -91,7 +91,7 @@ class FailurePolicy {
   // The error log (rare: a mutex).
   const std::function<void(std::string_view)> log_;
   std::mutex log_mu_;
-  std::string last_logged_;        // guarded by log_mu_
+  std::string last_logged_;          // guarded by log_mu_
   int64_t last_log_ns_ = INT64_MIN;  // steady clock; guarded by log_mu_
   uint64_t unlogged_ = 0;            // guarded by log_mu_
 };

@@ -106,12 +106,11 @@ absl::Status ValidateSharedOptions(const SharedLimitOptions& o,
                 static_cast<int>(o.failure_mode),
                 "; it must be kFailClosed, kFailOpen or kFailLocal"))
           : absl::OkStatus(),
-      CheckInteger(Field(owner, "fallback_instances"), o.fallback_instances,
-                   1, InstanceCensus::kMaxInstances),
+      CheckInteger(Field(owner, "fallback_instances"), o.fallback_instances, 1,
+                   InstanceCensus::kMaxInstances),
       o.instance_group.empty()
           ? absl::OkStatus()
-          : ValidateKeyPrefix(Field(owner, "instance_group"),
-                              o.instance_group),
+          : ValidateKeyPrefix(Field(owner, "instance_group"), o.instance_group),
       CheckDuration(Field(owner, "announce_ttl"), o.announce_ttl,
                     absl::Milliseconds(100), absl::Minutes(10)),
       static_cast<uint8_t>(o.outage_usage) >

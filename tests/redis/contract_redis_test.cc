@@ -97,8 +97,8 @@ TEST_F(ContractRedisTest, UpdateSpecRefusesWhatRedisCouldNotTakeOver) {
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(s.message(), HasSubstr("length or alignment"));
   // Another limit on the same window is what the scripts take over.
-  EXPECT_TRUE(direct->UpdateSpec(LimitSpec::FixedWindow(9, absl::Minutes(1)))
-                  .ok());
+  EXPECT_TRUE(
+      direct->UpdateSpec(LimitSpec::FixedWindow(9, absl::Minutes(1))).ok());
   EXPECT_EQ(direct->spec().bands[0].limit, 9);
 
   auto leased = MakeLeased(Hourly(10));

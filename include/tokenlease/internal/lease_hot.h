@@ -29,6 +29,19 @@ inline Decision LeaseAdmitted(int64_t remaining) {
   return d;
 }
 
+// A handle's hint that its key is refused (LeasedLimiter::Handle): a copy,
+// and a handle assigned to, start without it. relaxed (every access): a
+// hint; either value gives a correct decision.
+struct RefusalHint {
+  RefusalHint() = default;
+  RefusalHint(const RefusalHint&) {}
+  RefusalHint& operator=(const RefusalHint&) {
+    flag.store(false, std::memory_order_relaxed);
+    return *this;
+  }
+  mutable std::atomic<bool> flag{false};
+};
+
 // For benchmarks only (bench/lease_bench.cc, defined in
 // tokenlease/internal/lease_benchmark_access.h): the handle decision
 // without counting it, to show what counting costs.
