@@ -18,13 +18,11 @@
 # Any failing step fails the test.
 cmake_minimum_required(VERSION 3.25)
 
-foreach(var IN ITEMS TOKENLEASE_SOURCE_DIR TOKENLEASE_BINARY_DIR
-                     TOKENLEASE_LIBDIR TOKENLEASE_CXX_COMPILER
-                     TOKENLEASE_GENERATOR TOKENLEASE_PKG_CONFIG)
-  if(NOT DEFINED ${var} OR "${${var}}" STREQUAL "")
-    message(FATAL_ERROR "consumer_test.cmake: -D${var}=... is required")
-  endif()
-endforeach()
+set(script_test_name consumer_package)
+include("${CMAKE_CURRENT_LIST_DIR}/script_test.cmake")
+require_script_args(TOKENLEASE_SOURCE_DIR TOKENLEASE_BINARY_DIR
+                    TOKENLEASE_LIBDIR TOKENLEASE_CXX_COMPILER
+                    TOKENLEASE_GENERATOR TOKENLEASE_PKG_CONFIG)
 
 set(work "${TOKENLEASE_BINARY_DIR}/consumer_package")
 set(prefix "${work}/prefix")
@@ -35,16 +33,6 @@ if(IS_ABSOLUTE "${TOKENLEASE_LIBDIR}")
                       "into a temporary prefix")
 endif()
 set(libdir "${prefix}/${TOKENLEASE_LIBDIR}")
-
-# Runs one step; stops the test with a message if it fails.
-function(step name)
-  message(STATUS "consumer_package: ${name}")
-  execute_process(COMMAND ${ARGN} RESULT_VARIABLE rc)
-  if(NOT rc EQUAL 0)
-    message(FATAL_ERROR "consumer_package: step '${name}' failed (${rc}): "
-                        "${ARGN}")
-  endif()
-endfunction()
 
 # Fails if `text` (commands or flags of the local-only consumer) names
 # hiredis or libevent: tokenlease::local must need neither.
@@ -59,16 +47,12 @@ endfunction()
 # Configures, builds and runs the consumer project in `src` (its program is
 # `consumer`), checking that find_package used the fresh prefix.
 function(build_consumer src build)
-  set(args
+  build_tool_args(args)
+  list(APPEND args
     -S "${src}" -B "${build}"
-    -G "${TOKENLEASE_GENERATOR}"
-    "-DCMAKE_CXX_COMPILER=${TOKENLEASE_CXX_COMPILER}"
     "-DCMAKE_PREFIX_PATH=${prefix}"
     # Only the fresh prefix may satisfy find_package(tokenlease).
     -DCMAKE_FIND_USE_PACKAGE_REGISTRY=OFF)
-  if(TOKENLEASE_MAKE_PROGRAM)
-    list(APPEND args "-DCMAKE_MAKE_PROGRAM=${TOKENLEASE_MAKE_PROGRAM}")
-  endif()
   if(TOKENLEASE_BUILD_TYPE)
     list(APPEND args "-DCMAKE_BUILD_TYPE=${TOKENLEASE_BUILD_TYPE}")
   endif()

@@ -13,34 +13,19 @@
 # Any failing step fails the test.
 cmake_minimum_required(VERSION 3.25)
 
-foreach(var IN ITEMS TOKENLEASE_SOURCE_DIR TOKENLEASE_BINARY_DIR
-                     TOKENLEASE_CXX_COMPILER TOKENLEASE_GENERATOR)
-  if(NOT DEFINED ${var} OR "${${var}}" STREQUAL "")
-    message(FATAL_ERROR "subproject_test.cmake: -D${var}=... is required")
-  endif()
-endforeach()
+set(script_test_name consumer_subproject)
+include("${CMAKE_CURRENT_LIST_DIR}/script_test.cmake")
+require_script_args(TOKENLEASE_SOURCE_DIR TOKENLEASE_BINARY_DIR
+                    TOKENLEASE_CXX_COMPILER TOKENLEASE_GENERATOR)
 
 set(work "${TOKENLEASE_BINARY_DIR}/consumer_subproject")
 set(src "${TOKENLEASE_SOURCE_DIR}/tests/consumer/subproject")
 
-function(step name)
-  message(STATUS "consumer_subproject: ${name}")
-  execute_process(COMMAND ${ARGN} RESULT_VARIABLE rc)
-  if(NOT rc EQUAL 0)
-    message(FATAL_ERROR "consumer_subproject: step '${name}' failed (${rc}): "
-                        "${ARGN}")
-  endif()
-endfunction()
-
-set(configure_args
-  -G "${TOKENLEASE_GENERATOR}"
-  "-DCMAKE_CXX_COMPILER=${TOKENLEASE_CXX_COMPILER}"
+build_tool_args(configure_args)
+list(APPEND configure_args
   "-DTOKENLEASE_SOURCE_DIR=${TOKENLEASE_SOURCE_DIR}"
   # Fast to build: the test is about the CMake interface, not the code.
   -DCMAKE_BUILD_TYPE=Debug "-DCMAKE_CXX_FLAGS_DEBUG=-O0")
-if(TOKENLEASE_MAKE_PROGRAM)
-  list(APPEND configure_args "-DCMAKE_MAKE_PROGRAM=${TOKENLEASE_MAKE_PROGRAM}")
-endif()
 
 file(REMOVE_RECURSE "${work}")
 step("configure with add_subdirectory"

@@ -116,9 +116,8 @@ std::unique_ptr<Limiter> MakeLocal(LimitSpec spec, LimiterOptions o = {}) {
 
 TEST(ContractTest, LocalStatsCountEveryDecisionBySource) {
   ManualClock clock;
-  LimiterOptions o;
-  o.clock = &clock;
-  auto limiter = MakeLocal(LimitSpec::TokenBucket(5, absl::Seconds(1)), o);
+  auto limiter =
+      MakeLocal(LimitSpec::TokenBucket(5, absl::Seconds(1)), {.clock = &clock});
   ASSERT_NE(limiter, nullptr);
   constexpr int kThreads = 4;
   constexpr int kEach = 100;
@@ -146,10 +145,8 @@ TEST(ContractTest, LocalStatsCountEveryDecisionBySource) {
 
 TEST(ContractTest, LocalShadowModeAdmitsDenialsAndCountsThem) {
   ManualClock clock;
-  LimiterOptions o;
-  o.clock = &clock;
-  o.shadow = true;
-  auto limiter = MakeLocal(LimitSpec::TokenBucket(2, absl::Seconds(1)), o);
+  auto limiter = MakeLocal(LimitSpec::TokenBucket(2, absl::Seconds(1)),
+                           {.clock = &clock, .shadow = true});
   ASSERT_NE(limiter, nullptr);
   for (int i = 0; i < 2; ++i) {
     const Decision d = limiter->TryAcquire("k");
@@ -215,9 +212,8 @@ TEST(ContractTest, LocalSpecIsACopyOfTheSpecInForce) {
 
 TEST(ContractTest, LocalLimitersExportTheirSeries) {
   ManualClock clock;
-  LimiterOptions o;
-  o.clock = &clock;
-  auto limiter = MakeLocal(LimitSpec::TokenBucket(1, absl::Seconds(1)), o);
+  auto limiter =
+      MakeLocal(LimitSpec::TokenBucket(1, absl::Seconds(1)), {.clock = &clock});
   ASSERT_NE(limiter, nullptr);
   limiter->TryAcquire("a");
   limiter->TryAcquire("a");

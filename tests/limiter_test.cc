@@ -22,6 +22,21 @@ std::unique_ptr<Limiter> Make(const LimitSpec& spec, LimiterOptions o = {}) {
   return std::move(*l);
 }
 
+// A reservation refused as bad input: nothing granted, no wait, and a
+// denial by kInvalidArgument that never fits.
+::testing::Matcher<const Reservation&> RefusedAsBadInput() {
+  using ::testing::AllOf;
+  using ::testing::Field;
+  return AllOf(
+      Field("granted", &Reservation::granted, false),
+      Field("wait_ns", &Reservation::wait_ns, 0),
+      Field("decision", &Reservation::decision,
+            AllOf(Field("allowed", &Decision::allowed, false),
+                  Field("source", &Decision::source,
+                        DecisionSource::kInvalidArgument),
+                  Field("retry_after_ns", &Decision::retry_after_ns, kNever))));
+}
+
 // Every algorithm, with a composite of a fixed window and a sliding log of
 // the same rate.
 std::vector<testing::NamedFactory> Algorithms() {
@@ -81,14 +96,8 @@ TEST(LimiterTest, BadHandlesAndCostsAreDeniedNotCrashes) {
   EXPECT_EQ(d.source, DecisionSource::kInvalidArgument);
   EXPECT_EQ(d.retry_after(), absl::InfiniteDuration());
   // Reserve's bad input is a denied reservation that charged nothing.
-  for (const Reservation& r : {a->Reserve("k", -1, absl::Seconds(1)),
-                               a->Reserve("k", 1, absl::Seconds(-1))}) {
-    EXPECT_FALSE(r.granted);
-    EXPECT_EQ(r.wait_ns, 0);
-    EXPECT_FALSE(r.decision.allowed);
-    EXPECT_EQ(r.decision.source, DecisionSource::kInvalidArgument);
-    EXPECT_EQ(r.decision.retry_after_ns, kNever);
-  }
+  EXPECT_THAT(a->Reserve("k", -1, absl::Seconds(1)), RefusedAsBadInput());
+  EXPECT_THAT(a->Reserve("k", 1, absl::Seconds(-1)), RefusedAsBadInput());
   EXPECT_EQ(a->TryAcquire("k", 0).remaining, 3);
   // Empty and binary key names are ordinary keys.
   EXPECT_TRUE(a->TryAcquire("").allowed);
@@ -225,12 +234,7 @@ TEST(LimiterTest, ReserveNeedsBuckets) {
   // A window band cannot borrow: Reserve is bad input (kInvalidArgument),
   // never a decision of the window, and charges nothing.
   auto l = Make(LimitSpec::FixedWindow(10, absl::Seconds(1)));
-  const Reservation r = l->Reserve("k", 1, absl::Seconds(1));
-  EXPECT_FALSE(r.granted);
-  EXPECT_EQ(r.wait_ns, 0);
-  EXPECT_FALSE(r.decision.allowed);
-  EXPECT_EQ(r.decision.source, DecisionSource::kInvalidArgument);
-  EXPECT_EQ(r.decision.retry_after_ns, kNever);
+  EXPECT_THAT(l->Reserve("k", 1, absl::Seconds(1)), RefusedAsBadInput());
   EXPECT_EQ(l->TryAcquire("k", 0).remaining, 10);
   const LimiterStats s = l->stats();
   EXPECT_EQ(s.decisions.Denied(DecisionSource::kInvalidArgument), 1u);

@@ -6,7 +6,6 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include <mutex>
 #include <string>
 #include <vector>
 
@@ -157,15 +156,11 @@ TEST_F(ContractRedisTest, DirectShadowModeAdmitsWhatItWouldDeny) {
 // With no failure mode chosen, a call Redis cannot answer is denied by
 // fail_closed: a decision with its retry hint, counted and logged.
 TEST_F(ContractRedisTest, DirectCallsFailClosedByDefault) {
-  std::mutex mu;
-  std::vector<std::string> lines;
+  testing::LogLines log;
   DirectLimiterOptions o;
   o.redis.url = "redis://127.0.0.1:1";  // nothing listens there
   o.redis.connect_timeout = absl::Milliseconds(200);
-  o.redis.log = [&](std::string_view line) {
-    std::lock_guard<std::mutex> lock(mu);
-    lines.emplace_back(line);
-  };
+  o.redis.log = log.Sink();
   o.key_prefix = prefix();
   o.timeout = absl::Milliseconds(300);
   auto limiter = DirectLimiter::Create(Hourly(5), o);
@@ -178,9 +173,8 @@ TEST_F(ContractRedisTest, DirectCallsFailClosedByDefault) {
   EXPECT_EQ(s.decisions.Denied(DecisionSource::kFailClosed), 1u);
   EXPECT_EQ(s.redis_errors, 1u);
   EXPECT_EQ(s.key_errors, 0u);
-  std::lock_guard<std::mutex> lock(mu);
   bool logged = false;
-  for (const std::string& line : lines) {
+  for (const std::string& line : log.lines()) {
     logged |= absl::StrContains(line, "Redis gave no decision") &&
               absl::StrContains(line, "fail_closed decides meanwhile");
   }
@@ -190,17 +184,12 @@ TEST_F(ContractRedisTest, DirectCallsFailClosedByDefault) {
 // A key of another type is a key error: the failure mode decides it, the
 // counters say so, and the log names the key.
 TEST_F(ContractRedisTest, DirectKeyErrorsAreCountedAndLogged) {
-  std::mutex mu;
-  std::vector<std::string> lines;
+  testing::LogLines log;
   DirectLimiterOptions o;
   o.failure_mode = FailureMode::kFailOpen;
-  auto connection_log = [&](std::string_view line) {
-    std::lock_guard<std::mutex> lock(mu);
-    lines.emplace_back(line);
-  };
   RedisOptions ro;
   ro.url = url();
-  ro.log = connection_log;
+  ro.log = log.Sink();
   auto connection = RedisConnection::Create(ro);
   ASSERT_TRUE(connection.ok());
   o.connection = *connection;
@@ -217,9 +206,8 @@ TEST_F(ContractRedisTest, DirectKeyErrorsAreCountedAndLogged) {
   EXPECT_EQ(s.key_errors, 1u);
   EXPECT_EQ(s.redis_errors, 1u);
   EXPECT_EQ(s.decisions.Admitted(DecisionSource::kFailOpen), 1u);
-  std::lock_guard<std::mutex> lock(mu);
   bool named = false;
-  for (const std::string& line : lines) {
+  for (const std::string& line : log.lines()) {
     named |= absl::StrContains(line, absl::StrCat(prefix(), "k"));
   }
   EXPECT_TRUE(named) << "no log line names the key";

@@ -6,6 +6,7 @@
 
 #include <memory>
 #include <string>
+#include <string_view>
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
@@ -42,6 +43,15 @@ class DataLossTest : public testing::PrivateRedisTest {
     }));
   }
 
+  // A decision of `limiter` for `cost` tokens of `key`, which Redis must
+  // have made (a test failure otherwise).
+  static Decision FromRedis(DirectLimiter& limiter, std::string_view key,
+                            int64_t cost) {
+    const Decision d = limiter.TryAcquire(key, cost);
+    EXPECT_EQ(d.source, DecisionSource::kDirect) << key << " x" << cost;
+    return d;
+  }
+
   // 100 an hour: nothing refills during a test (a token every 36 s).
   const LimitSpec spec_ = LimitSpec::TokenBucket(100, absl::Hours(1));
 };
@@ -63,9 +73,7 @@ TEST_F(DataLossTest, AStartEmptyDirectLimitHandsOutNoSecondBurst) {
   auto strict = MakeDirect(true);
   auto loose = MakeDirect(false);
   ASSERT_TRUE(strict && loose);
-  Decision d = strict->TryAcquire("k", 100);
-  ASSERT_EQ(d.source, DecisionSource::kDirect);
-  ASSERT_TRUE(d.allowed);
+  ASSERT_TRUE(FromRedis(*strict, "k", 100).allowed);
   const RedisStats before = strict->connection().stats();
   ASSERT_GT(before.state_since_us, 0);  // read before the first call
   EXPECT_EQ(before.data_losses, 0u);
@@ -81,14 +89,11 @@ TEST_F(DataLossTest, AStartEmptyDirectLimitHandsOutNoSecondBurst) {
 
   // The key's state is gone: drained at the restart for the strict limit
   // (nothing written, so the key stays without state)...
-  d = strict->TryAcquire("k", 1);
-  ASSERT_EQ(d.source, DecisionSource::kDirect);
+  const Decision d = FromRedis(*strict, "k", 1);
   EXPECT_FALSE(d.allowed);
   EXPECT_GT(d.retry_after_ns, 0);
   // ...and a full bucket again for the other: the second burst.
-  d = loose->TryAcquire("k", 100);
-  ASSERT_EQ(d.source, DecisionSource::kDirect);
-  EXPECT_TRUE(d.allowed);
+  EXPECT_TRUE(FromRedis(*loose, "k", 100).allowed);
 }
 
 // A new Redis cannot be told from one that lost its data: its marker is
@@ -97,13 +102,9 @@ TEST_F(DataLossTest, OnANewRedisAStartEmptyLimitStartsDrained) {
   auto strict = MakeDirect(true);
   auto loose = MakeDirect(false);
   ASSERT_TRUE(strict && loose);
-  Decision d = strict->TryAcquire("k", 2);
-  ASSERT_EQ(d.source, DecisionSource::kDirect);
-  EXPECT_FALSE(d.allowed);
+  EXPECT_FALSE(FromRedis(*strict, "k", 2).allowed);
   EXPECT_EQ(strict->connection().stats().data_losses, 0u);
-  d = loose->TryAcquire("k2", 100);
-  ASSERT_EQ(d.source, DecisionSource::kDirect);
-  EXPECT_TRUE(d.allowed);
+  EXPECT_TRUE(FromRedis(*loose, "k2", 100).allowed);
 }
 
 TEST_F(DataLossTest, AStartEmptyLeasedLimitGetsNoLeaseFromAnEmptiedRedis) {

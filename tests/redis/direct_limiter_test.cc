@@ -5,14 +5,11 @@
 #include <atomic>
 #include <chrono>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
-#include <string_view>
 #include <thread>
 #include <vector>
 
-#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "base/notification.h"
@@ -28,6 +25,7 @@ using ::testing::IsEmpty;
 using ::testing::Not;
 using ::testing::SizeIs;
 using ::tokenlease::testing::AnchoredAt;
+using ::tokenlease::testing::LogLines;
 
 constexpr absl::Duration kWaitBound = absl::Seconds(20);
 
@@ -35,32 +33,6 @@ constexpr absl::Duration kWaitBound = absl::Seconds(20);
 LimitSpec Anchored(LimitSpec spec) {
   return AnchoredAt(std::move(spec), absl::Now());
 }
-
-// The lines a connection logs (RedisOptions::log, called on its client
-// thread).
-class LogLines {
- public:
-  std::function<void(std::string_view)> Sink() {
-    return [this](std::string_view line) {
-      std::lock_guard<std::mutex> lock(mu_);
-      lines_.emplace_back(line);
-    };
-  }
-  // The lines a limiter logged for calls Redis gave no decision
-  // (FailurePolicy::NoteError), in order.
-  std::vector<std::string> NoDecision() const {
-    std::lock_guard<std::mutex> lock(mu_);
-    std::vector<std::string> out;
-    for (const std::string& l : lines_) {
-      if (absl::StartsWith(l, "Redis gave no decision: ")) out.push_back(l);
-    }
-    return out;
-  }
-
- private:
-  mutable std::mutex mu_;
-  std::vector<std::string> lines_;
-};
 
 // Direct limiters on one connection to the test's server (the shared one,
 // or a private one for the fault tests), whose log lines the test reads.
@@ -365,18 +337,10 @@ TEST_P(DirectFailureModeTest, ACallWithoutRedisGetsTheModesDecision) {
   for (int i = 0; i < 12; ++i) {
     const Decision d = (*limiter)->TryAcquire("m", 1, absl::Milliseconds(100));
     admitted += d.allowed;
-    switch (mode) {
-      case FailureMode::kFailClosed:
-        EXPECT_FALSE(d.allowed);
-        EXPECT_EQ(d.source, DecisionSource::kFailClosed);
-        EXPECT_EQ(d.retry_after_ns, 100'000'000);  // the call's deadline
-        break;
-      case FailureMode::kFailOpen:
-        EXPECT_EQ(d.source, DecisionSource::kFailOpen);
-        break;
-      case FailureMode::kFailLocal:
-        EXPECT_EQ(d.source, DecisionSource::kFallback);
-        break;
+    EXPECT_EQ(d.source, testing::ModeSource(mode));
+    if (mode == FailureMode::kFailClosed) {
+      EXPECT_FALSE(d.allowed);
+      EXPECT_EQ(d.retry_after_ns, 100'000'000);  // the call's deadline
     }
   }
   SharedLimitStats s = (*limiter)->stats();

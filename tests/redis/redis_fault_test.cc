@@ -18,7 +18,6 @@
 #include <cmath>
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -103,10 +102,7 @@ class RedisFaultTest : public testing::PrivateRedisTest,
       options.command_timeout = absl::Seconds(5);
       options.dead_after = absl::Seconds(10);
     }
-    options.log = [this](std::string_view line) {
-      std::lock_guard<std::mutex> lock(log_mu_);
-      log_.emplace_back(line);
-    };
+    options.log = log_.Sink();
     return testing::ConnectFast(UrlWithPassword(port), options);
   }
 
@@ -241,11 +237,6 @@ class RedisFaultTest : public testing::PrivateRedisTest,
     }
   }
 
-  std::vector<std::string> Log() {
-    std::lock_guard<std::mutex> lock(log_mu_);
-    return log_;
-  }
-
   // 100,000 tokens a year: a lease never empties the bucket, nothing
   // refills during a test (0.003 tokens a second), and the local share of
   // 1 of 10,000 instances is 10 tokens.
@@ -258,8 +249,7 @@ class RedisFaultTest : public testing::PrivateRedisTest,
   int64_t local_admitted_ = 0;
   int64_t local_decisions_ = 0;
   std::thread sleeper_;
-  std::mutex log_mu_;
-  std::vector<std::string> log_;
+  testing::LogLines log_;
 };
 
 TEST_P(RedisFaultTest, NoCrashNoHangTheModeAppliesAndTheBoundHolds) {
@@ -409,7 +399,7 @@ TEST_P(RedisFaultTest, NoCrashNoHangTheModeAppliesAndTheBoundHolds) {
   }
   // No log line carries a password, and a refused AUTH is named.
   int auth_named = 0;
-  for (const std::string& line : Log()) {
+  for (const std::string& line : log_.lines()) {
     EXPECT_THAT(line, ::testing::Not(::testing::HasSubstr("Pa55word")));
     auth_named += absl::StrContains(line,
                                     "no connection: login failed: "

@@ -1,7 +1,11 @@
 #include "testing/redis_test.h"
 
+#include <mutex>
+#include <string>
 #include <utility>
+#include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 
 namespace tokenlease::testing {
@@ -33,6 +37,41 @@ std::shared_ptr<RedisConnection> ConnectFast(const std::string& url,
   auto conn = RedisConnection::Create(options);
   EXPECT_TRUE(conn.ok()) << conn.status();
   return conn.ok() ? *conn : nullptr;
+}
+
+std::function<void(std::string_view)> LogLines::Sink() {
+  return [this](std::string_view line) {
+    std::lock_guard<std::mutex> lock(mu_);
+    lines_.emplace_back(line);
+  };
+}
+
+std::vector<std::string> LogLines::lines() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return lines_;
+}
+
+std::vector<std::string> LogLines::NoDecision() const {
+  std::vector<std::string> out;
+  for (std::string& l : lines()) {
+    if (absl::StartsWith(l, "Redis gave no decision: ")) {
+      out.push_back(std::move(l));
+    }
+  }
+  return out;
+}
+
+DecisionSource ModeSource(FailureMode mode) {
+  switch (mode) {
+    case FailureMode::kFailClosed:
+      return DecisionSource::kFailClosed;
+    case FailureMode::kFailOpen:
+      return DecisionSource::kFailOpen;
+    case FailureMode::kFailLocal:
+      return DecisionSource::kFallback;
+  }
+  ADD_FAILURE() << "unknown failure mode " << static_cast<int>(mode);
+  return DecisionSource::kInvalidArgument;
 }
 
 void RedisTest::SetUp() {

@@ -16,14 +16,19 @@
 
 #include <gtest/gtest.h>
 
+#include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <string_view>
 #include <utility>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "testing/redis_server.h"
+#include "tokenlease/decision.h"
 #include "tokenlease/redis.h"
+#include "tokenlease/shared_limit.h"
 
 namespace tokenlease::testing {
 
@@ -43,6 +48,30 @@ class RedisEnvironment : public ::testing::Environment {
 // on top of `options`; nullptr, and a test failure, if Create fails.
 std::shared_ptr<RedisConnection> ConnectFast(const std::string& url,
                                              RedisOptions options = {});
+
+// The lines a connection logs (RedisOptions::log, called on its client
+// thread), kept for the test to read. It must outlive the connection.
+//
+//   LogLines log;
+//   options.log = log.Sink();
+class LogLines {
+ public:
+  // What RedisOptions::log takes: keeps each line here.
+  std::function<void(std::string_view)> Sink();
+  // Every line so far, in order.
+  std::vector<std::string> lines() const;
+  // The lines a limiter logged for calls Redis gave no decision
+  // (FailurePolicy::NoteError: "Redis gave no decision: ..."), in order.
+  std::vector<std::string> NoDecision() const;
+
+ private:
+  mutable std::mutex mu_;
+  std::vector<std::string> lines_;
+};
+
+// The source of the decisions `mode` makes for a call Redis gives none:
+// kFailClosed, kFailOpen, or kFallback (fail_local's share).
+DecisionSource ModeSource(FailureMode mode);
 
 // A test against the shared server, emptied (FLUSHALL) before the test.
 class RedisTest : public ::testing::Test {

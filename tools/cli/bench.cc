@@ -304,11 +304,7 @@ int RunBench(absl::Span<const std::string> args, std::ostream& out,
     problem =
         absl::StrCat("--callers is ", o.callers, "; it must be 1 to 4096");
   }
-  if (!problem.empty()) {
-    err << "tokenlease bench: " << problem
-        << "\n(see `tokenlease bench --help`)\n";
-    return kExitUsage;
-  }
+  if (!problem.empty()) return UsageError(err, "bench", problem);
   std::signal(SIGINT, OnInterrupt);
   absl::StatusOr<BenchReport> report = RunBenchmarks(o, err);
   if (!report.ok()) {

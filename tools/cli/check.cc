@@ -45,9 +45,7 @@ struct CheckFlags {
   SpecFlags spec;
   std::string key;
   int64_t cost = 1;
-  std::string prefix = DirectLimiterOptions{}.key_prefix;
-  std::string url;
-  absl::Duration timeout = absl::Seconds(2);
+  RedisFlags redis;
   std::string format = "human";
 };
 
@@ -57,17 +55,11 @@ void AddCheckFlags(CheckFlags* f, FlagTable* t) {
   t->Add("cost", &f->cost,
          "tokens to take, 0 to 2^50; 0 only looks (admitted if the limit is "
          "not exhausted, nothing charged)");
-  t->Add("prefix", &f->prefix,
-         "DirectLimiterOptions::key_prefix: the Redis keys are "
-         "{<prefix><key>}:b<band>");
-  t->Add("url", &f->url,
-         absl::StrCat("Redis server, redis://[[user]:password@]host[:port]"
-                      "[/db] or unix:///path[?db=N]; empty: "
-                      "$TOKENLEASE_REDIS_URL (keeps a password off the "
-                      "command line), else ",
-                      kDefaultRedisUrl));
-  t->Add("timeout", &f->timeout,
-         "how long to wait for the connection and the decision, 1ms to 1m");
+  AddRedisFlags(
+      &f->redis, t,
+      "DirectLimiterOptions::key_prefix: the Redis keys are "
+      "{<prefix><key>}:b<band>",
+      "how long to wait for the connection and the decision, 1ms to 1m");
   t->Add("format", &f->format,
          "human (one line), throttle (CL.THROTTLE's five integers) or json "
          "(one object)");
@@ -135,14 +127,10 @@ absl::StatusOr<CheckRequest> MakeRequest(
         absl::StrCat("--key is ", r.outcome.key.size(),
                      " bytes; it must be at most ", max_key_bytes));
   }
-  if (f.timeout < absl::Milliseconds(1) || f.timeout > absl::Minutes(1)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--timeout is ", absl::FormatDuration(f.timeout),
-                     "; it must be between 1ms and 1m"));
-  }
-  r.prefix = f.prefix;
-  r.url = ResolveRedisUrl(f.url);
-  r.timeout = f.timeout;
+  if (absl::Status s = CheckTimeout(f.redis.timeout); !s.ok()) return s;
+  r.prefix = f.redis.prefix;
+  r.url = ResolveRedisUrl(f.redis.url);
+  r.timeout = f.redis.timeout;
   return r;
 }
 
@@ -235,11 +223,7 @@ int RunCheck(absl::Span<const std::string> args, std::ostream& out,
   absl::StatusOr<CheckRequest> r =
       positional.ok() ? MakeRequest(flags, table, *positional)
                       : absl::StatusOr<CheckRequest>(positional.status());
-  if (!r.ok()) {
-    err << "tokenlease check: " << r.status().message()
-        << "\n(see `tokenlease check --help`)\n";
-    return kExitUsage;
-  }
+  if (!r.ok()) return UsageError(err, "check", r.status().message());
 
   LogLines log;  // outlives the limiter, whose connection logs into it
   DirectLimiterOptions options;
@@ -255,9 +239,7 @@ int RunCheck(absl::Span<const std::string> args, std::ostream& out,
   absl::StatusOr<std::unique_ptr<DirectLimiter>> limiter =
       DirectLimiter::Create(r->outcome.spec, options);
   if (!limiter.ok()) {
-    err << "tokenlease check: " << limiter.status().message()
-        << "\n(see `tokenlease check --help`)\n";
-    return kExitUsage;
+    return UsageError(err, "check", limiter.status().message());
   }
   const Decision d =
       (*limiter)->TryAcquire(r->outcome.key, r->outcome.cost, r->timeout);

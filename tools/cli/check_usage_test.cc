@@ -7,6 +7,7 @@
 #include <ostream>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "cli/check.h"
@@ -30,6 +31,11 @@ void PrintTo(const UsageCase& c, std::ostream* os) { *os << c.name; }
 
 class CheckUsageTest : public ::testing::TestWithParam<UsageCase> {};
 
+// A command that would be valid (--key=k --limit=5) but for `flag`.
+std::vector<std::string> ValidBut(std::string flag) {
+  return {"--key=k", "--limit=5", std::move(flag)};
+}
+
 TEST_P(CheckUsageTest, ExitsTwoAndSaysWhatIsWrong) {
   std::ostringstream out, err;
   EXPECT_EQ(RunCheck(GetParam().args, out, err), 2);
@@ -43,23 +49,15 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(
         UsageCase{"NoLimit", {"--key=k"}, "--limit is missing"},
         UsageCase{"NoKey", {"--limit=5"}, "--key is missing"},
-        UsageCase{"NegativeCost",
-                  {"--key=k", "--limit=5", "--cost=-1"},
-                  "--cost is -1"},
-        UsageCase{"UnknownFormat",
-                  {"--key=k", "--limit=5", "--format=xml"},
+        UsageCase{"NegativeCost", ValidBut("--cost=-1"), "--cost is -1"},
+        UsageCase{"UnknownFormat", ValidBut("--format=xml"),
                   "--format is 'xml'; it must be human, throttle or json"},
-        UsageCase{"ZeroTimeout",
-                  {"--key=k", "--limit=5", "--timeout=0"},
+        UsageCase{"ZeroTimeout", ValidBut("--timeout=0"),
                   "--timeout is 0; it must be between 1ms and 1m"},
-        UsageCase{"UnknownFlag",
-                  {"--key=k", "--limit=5", "--bogus"},
-                  "unknown flag --bogus"},
-        UsageCase{"DemoFlagsAreNotChecks",
-                  {"--key=k", "--limit=5", "--instances=4"},
+        UsageCase{"UnknownFlag", ValidBut("--bogus"), "unknown flag --bogus"},
+        UsageCase{"DemoFlagsAreNotChecks", ValidBut("--instances=4"),
                   "unknown flag --instances"},
-        UsageCase{"BadNumber",
-                  {"--key=k", "--limit=5", "--cost=two"},
+        UsageCase{"BadNumber", ValidBut("--cost=two"),
                   "--cost=two is not a valid value"},
         UsageCase{
             "BurstOnAWindow",
@@ -74,19 +72,15 @@ INSTANTIATE_TEST_SUITE_P(
         UsageCase{"ZeroRate",
                   {"--format=throttle", "k", "15", "0", "60"},
                   "argument 3 (count per period)"},
-        UsageCase{
-            "BadUrl", {"--key=k", "--limit=5", "--url=http://x"}, "redis URL"},
-        UsageCase{"BadPrefix",
-                  {"--key=k", "--limit=5", "--prefix={p"},
-                  "key_prefix"}),
+        UsageCase{"BadUrl", ValidBut("--url=http://x"), "redis URL"},
+        UsageCase{"BadPrefix", ValidBut("--prefix={p"), "key_prefix"}),
     [](const ::testing::TestParamInfo<UsageCase>& i) { return i.param.name; });
 
 TEST(CheckUsageTest, ABadUrlNeverShowsItsPassword) {
   std::ostringstream out, err;
-  EXPECT_EQ(RunCheck({"--key=k", "--limit=5",
-                      "--url=redis://:hunter2@127.0.0.1:notaport"},
-                     out, err),
-            2);
+  EXPECT_EQ(
+      RunCheck(ValidBut("--url=redis://:hunter2@127.0.0.1:notaport"), out, err),
+      2);
   EXPECT_THAT(err.str(), HasSubstr("redis URL"));
   EXPECT_THAT(err.str(), Not(HasSubstr("hunter2")));
 }

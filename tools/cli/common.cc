@@ -2,6 +2,7 @@
 
 #include <cstdint>
 #include <cstdlib>
+#include <ostream>
 #include <string>
 
 #include "absl/strings/str_format.h"
@@ -11,6 +12,13 @@
 #include "redis/endpoint.h"
 
 namespace tokenlease::cli {
+
+int UsageError(std::ostream& err, absl::string_view command,
+               absl::string_view message) {
+  err << "tokenlease " << command << ": " << message << "\n(see `tokenlease "
+      << command << " --help`)\n";
+  return kExitUsage;
+}
 
 std::string ResolveRedisUrl(absl::string_view flag) {
   if (!flag.empty()) return std::string(flag);

@@ -4,6 +4,7 @@
 #define TOKENLEASE_TOOLS_CLI_COMMON_H_
 
 #include <cstdint>
+#include <ostream>
 #include <string>
 
 #include "absl/strings/string_view.h"
@@ -17,6 +18,12 @@ namespace tokenlease::cli {
 inline constexpr int kExitOk = 0;
 inline constexpr int kExitDenied = 1;
 inline constexpr int kExitUsage = 2;
+
+// Writes a usage error of `tokenlease <command>` to `err`: "tokenlease
+// <command>: <message>" and where the command's --help is. Returns
+// kExitUsage.
+int UsageError(std::ostream& err, absl::string_view command,
+               absl::string_view message);
 
 // The default of --url: what commands talk to when it is not given.
 inline constexpr char kDefaultRedisUrl[] = "redis://127.0.0.1:6379";

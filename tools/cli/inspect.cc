@@ -20,7 +20,6 @@
 #include "cli/spec_flags.h"
 #include "local/spec_facts.h"
 #include "redis/script_call.h"
-#include "tokenlease/direct.h"
 
 namespace tokenlease::cli {
 namespace {
@@ -57,24 +56,17 @@ constexpr int kMaxLeasesRead = 1000;
 struct InspectFlags {
   SpecFlags spec;
   std::string key;
-  std::string prefix = DirectLimiterOptions{}.key_prefix;
-  std::string url;
-  absl::Duration timeout = absl::Seconds(2);
+  RedisFlags redis;
   bool leases = false;
 };
 
 void AddInspectFlags(InspectFlags* f, FlagTable* t) {
   AddSpecFlags(&f->spec, t);
   t->Add("key", &f->key, "the limited key (or give it as the argument)");
-  t->Add("prefix", &f->prefix,
-         "the limiters' key_prefix: the Redis keys are {<prefix><key>}:b<i>");
-  t->Add("url", &f->url,
-         absl::StrCat("Redis server, redis://[[user]:password@]host[:port]"
-                      "[/db] or unix:///path[?db=N]; empty: "
-                      "$TOKENLEASE_REDIS_URL, else ",
-                      kDefaultRedisUrl));
-  t->Add("timeout", &f->timeout,
-         "how long to wait for the connection and each reply, 1ms to 1m");
+  AddRedisFlags(
+      &f->redis, t,
+      "the limiters' key_prefix: the Redis keys are {<prefix><key>}:b<i>",
+      "how long to wait for the connection and each reply, 1ms to 1m");
   t->Add("leases", &f->leases,
          "also list the lease records {<prefix><key>}:r:<lease_id> (a SCAN "
          "of the whole database: slow on a large one)");
@@ -340,9 +332,7 @@ int RunInspect(absl::Span<const std::string> args, std::ostream& out,
     return kExitOk;
   }
   auto usage_error = [&err](absl::string_view message) {
-    err << "tokenlease inspect: " << message
-        << "\n(see `tokenlease inspect --help`)\n";
-    return kExitUsage;
+    return UsageError(err, "inspect", message);
   };
   if (!positional.ok()) return usage_error(positional.status().message());
   InspectRequest request;
@@ -356,8 +346,9 @@ int RunInspect(absl::Span<const std::string> args, std::ostream& out,
   if (request.key.empty()) {
     return usage_error("--key is missing: say which key to inspect");
   }
-  request.prefix = flags.prefix;
-  if (absl::Status s = internal::ValidateKeyPrefix("--prefix", flags.prefix);
+  request.prefix = flags.redis.prefix;
+  if (absl::Status s =
+          internal::ValidateKeyPrefix("--prefix", flags.redis.prefix);
       !s.ok()) {
     return usage_error(s.message());
   }
@@ -367,15 +358,12 @@ int RunInspect(absl::Span<const std::string> args, std::ostream& out,
     if (!spec.ok()) return usage_error(spec.status().message());
     request.spec = *std::move(spec);
   }
-  if (flags.timeout < absl::Milliseconds(1) ||
-      flags.timeout > absl::Minutes(1)) {
-    return usage_error(absl::StrCat("--timeout is ",
-                                    absl::FormatDuration(flags.timeout),
-                                    "; it must be between 1ms and 1m"));
+  if (absl::Status s = CheckTimeout(flags.redis.timeout); !s.ok()) {
+    return usage_error(s.message());
   }
-  const std::string url = ResolveRedisUrl(flags.url);
+  const std::string url = ResolveRedisUrl(flags.redis.url);
   absl::StatusOr<std::unique_ptr<ReadOnlyRedis>> redis =
-      ReadOnlyRedis::Connect(url, flags.timeout);
+      ReadOnlyRedis::Connect(url, flags.redis.timeout);
   if (!redis.ok()) {
     err << "tokenlease inspect: " << redis.status().message()
         << "\n(--url or $TOKENLEASE_REDIS_URL say where Redis is)\n";

@@ -4,6 +4,8 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/ascii.h"
@@ -12,15 +14,49 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
+#include "cli/common.h"
 #include "local/spec_facts.h"
 #include "redis/script_call.h"
 
 namespace tokenlease::cli {
 namespace {
 
-constexpr const char* kSpecFlagNames[] = {
-    "algorithm", "limit",         "period",          "burst",          "refill",
-    "anchor",    "window_offset", "log_granularity", "max_log_entries"};
+// The limit flags, in the order of --help and of the lists SpecFromFlags
+// parses.
+struct SpecFlag {
+  const char* name;
+  std::string SpecFlags::*value;
+  const char* help;
+};
+constexpr SpecFlag kSpecFlags[] = {
+    {"algorithm", &SpecFlags::algorithm,
+     "token_bucket, gcra, fixed_window, sliding_counter or sliding_log; "
+     "a comma-separated list makes a limit of several bands (at most 4), "
+     "charged all or nothing, and so does every flag below"},
+    {"limit", &SpecFlags::limit,
+     "tokens per --period, 1 to 2^40 (no default: give it, or use the "
+     "CL.THROTTLE arguments)"},
+    {"period", &SpecFlags::period,
+     "the period of --limit, an absl duration (1s, 1m, 24h, 1.5s), whole "
+     "microseconds, 1us to 5 years"},
+    {"burst", &SpecFlags::burst,
+     "token_bucket and gcra: the capacity; 0 means --limit"},
+    {"refill", &SpecFlags::refill,
+     "token_bucket: smooth (a token every period/limit) or stepwise "
+     "(--limit tokens at each whole period)"},
+    {"anchor", &SpecFlags::anchor,
+     "fixed_window: aligned (windows start at the epoch + "
+     "--window_offset + k x period) or first_request (at the first "
+     "request after the previous window ended)"},
+    {"window_offset", &SpecFlags::window_offset,
+     "fixed_window, sliding_counter and sliding_log: shifts aligned "
+     "windows and log granules (-8h with --period=24h: days in UTC+8)"},
+    {"log_granularity", &SpecFlags::log_granularity,
+     "sliding_log: record grants at the start of their granule of this "
+     "length; 0 records exact times"},
+    {"max_log_entries", &SpecFlags::max_log_entries,
+     "sliding_log: entries kept per key, 0 (= 256) or 2 to 2^20"},
+};
 
 constexpr Algorithm kAlgorithms[] = {
     Algorithm::kTokenBucket, Algorithm::kGcra, Algorithm::kFixedWindow,
@@ -130,40 +166,37 @@ absl::Status CheckApplies(const List<T>& list, const T& default_value,
 }  // namespace
 
 void AddSpecFlags(SpecFlags* f, FlagTable* t) {
-  t->Add("algorithm", &f->algorithm,
-         "token_bucket, gcra, fixed_window, sliding_counter or sliding_log; "
-         "a comma-separated list makes a limit of several bands (at most 4), "
-         "charged all or nothing, and so does every flag below");
-  t->Add("limit", &f->limit,
-         "tokens per --period, 1 to 2^40 (no default: give it, or use the "
-         "CL.THROTTLE arguments)");
-  t->Add("period", &f->period,
-         "the period of --limit, an absl duration (1s, 1m, 24h, 1.5s), whole "
-         "microseconds, 1us to 5 years");
-  t->Add("burst", &f->burst,
-         "token_bucket and gcra: the capacity; 0 means --limit");
-  t->Add("refill", &f->refill,
-         "token_bucket: smooth (a token every period/limit) or stepwise "
-         "(--limit tokens at each whole period)");
-  t->Add("anchor", &f->anchor,
-         "fixed_window: aligned (windows start at the epoch + "
-         "--window_offset + k x period) or first_request (at the first "
-         "request after the previous window ended)");
-  t->Add("window_offset", &f->window_offset,
-         "fixed_window, sliding_counter and sliding_log: shifts aligned "
-         "windows and log granules (-8h with --period=24h: days in UTC+8)");
-  t->Add("log_granularity", &f->log_granularity,
-         "sliding_log: record grants at the start of their granule of this "
-         "length; 0 records exact times");
-  t->Add("max_log_entries", &f->max_log_entries,
-         "sliding_log: entries kept per key, 0 (= 256) or 2 to 2^20");
+  for (const SpecFlag& flag : kSpecFlags) {
+    t->Add(flag.name, &(f->*flag.value), flag.help);
+  }
 }
 
 bool AnySpecFlagGiven(const FlagTable& table) {
-  for (const char* name : kSpecFlagNames) {
-    if (table.specified(name)) return true;
+  for (const SpecFlag& flag : kSpecFlags) {
+    if (table.specified(flag.name)) return true;
   }
   return false;
+}
+
+void AddRedisFlags(RedisFlags* f, FlagTable* t, std::string prefix_help,
+                   std::string timeout_help) {
+  t->Add("prefix", &f->prefix, std::move(prefix_help));
+  t->Add("url", &f->url,
+         absl::StrCat("Redis server, redis://[[user]:password@]host[:port]"
+                      "[/db] or unix:///path[?db=N]; empty: "
+                      "$TOKENLEASE_REDIS_URL (keeps a password off the "
+                      "command line), else ",
+                      kDefaultRedisUrl));
+  t->Add("timeout", &f->timeout, std::move(timeout_help));
+}
+
+absl::Status CheckTimeout(absl::Duration timeout) {
+  if (timeout >= absl::Milliseconds(1) && timeout <= absl::Minutes(1)) {
+    return absl::OkStatus();
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat("--timeout is ", absl::FormatDuration(timeout),
+                   "; it must be between 1ms and 1m"));
 }
 
 absl::StatusOr<LimitSpec> SpecFromFlags(const SpecFlags& f) {
@@ -209,10 +242,10 @@ absl::StatusOr<LimitSpec> SpecFromFlags(const SpecFlags& f) {
       algorithm->values.size(), limit->values.size(),   period->values.size(),
       burst->values.size(),     refill->values.size(),  anchor->values.size(),
       offset->values.size(),    granule->values.size(), entries->values.size()};
-  const size_t n = *std::max_element(std::begin(sizes), std::end(sizes));
-  const char* longest =
-      kSpecFlagNames[std::max_element(std::begin(sizes), std::end(sizes)) -
-                     std::begin(sizes)];
+  static_assert(std::extent_v<decltype(sizes)> == std::size(kSpecFlags));
+  const size_t* widest = std::max_element(std::begin(sizes), std::end(sizes));
+  const size_t n = *widest;
+  const char* longest = kSpecFlags[widest - std::begin(sizes)].name;
   if (n > 4) {
     return absl::InvalidArgumentError(absl::StrCat(
         "--", longest, " has ", n, " values; a limit has at most 4 bands"));
@@ -220,8 +253,8 @@ absl::StatusOr<LimitSpec> SpecFromFlags(const SpecFlags& f) {
   for (size_t k = 0; k < std::size(sizes); ++k) {
     if (sizes[k] != 1 && sizes[k] != n) {
       return absl::InvalidArgumentError(absl::StrCat(
-          "--", kSpecFlagNames[k], " has ", sizes[k], " values but --", longest,
-          " has ", n,
+          "--", kSpecFlags[k].name, " has ", sizes[k], " values but --",
+          longest, " has ", n,
           "; give one value per band, or one value for every band"));
     }
   }

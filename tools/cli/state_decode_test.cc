@@ -47,6 +47,20 @@ Band Log(int64_t limit, absl::Duration period) {
 
 std::string Lines(const DecodedBand& d) { return absl::StrJoin(d.lines, "\n"); }
 
+// What a band offers now, every part of it known: `used` and `available`
+// tokens, and the waits for one more token and for a fresh band.
+::testing::Matcher<const DecodedBand&> Offers(int64_t used, int64_t available,
+                                              int64_t next_in_us,
+                                              int64_t full_in_us) {
+  using ::testing::AllOf;
+  using ::testing::Field;
+  return AllOf(
+      Field("used", &DecodedBand::used, Optional(used)),
+      Field("available", &DecodedBand::available, Optional(available)),
+      Field("next_in_us", &DecodedBand::next_in_us, Optional(next_in_us)),
+      Field("full_in_us", &DecodedBand::full_in_us, Optional(full_in_us)));
+}
+
 // --- stamps --------------------------------------------------------------
 
 struct StampCase {
@@ -127,11 +141,8 @@ TEST(DecodeSmoothTest, TokenBucketInDebt) {
   EXPECT_THAT(d.problems, IsEmpty());
   EXPECT_EQ(d.kind, BandKind::kSmooth);
   EXPECT_EQ(d.tat_us, kNow + 1'200'000);
-  EXPECT_THAT(d.used, Optional(12));
   EXPECT_THAT(d.capacity, Optional(10));
-  EXPECT_THAT(d.available, Optional(0));
-  EXPECT_THAT(d.next_in_us, Optional(300'000));
-  EXPECT_THAT(d.full_in_us, Optional(1'200'000));
+  EXPECT_THAT(d, Offers(12, 0, 300'000, 1'200'000));
   EXPECT_THAT(Lines(d), HasSubstr("matches the spec"));
 }
 
@@ -141,10 +152,8 @@ TEST(DecodeSmoothTest, FractionOfAMicrosecond) {
   DecodedBand d =
       DecodeStringBand("k", "1767225600500000 1 3 g1000000/3", &b, kNow);
   EXPECT_THAT(d.problems, IsEmpty());
-  EXPECT_THAT(d.used, Optional(2));       // 1.500001 tokens, rounded up
-  EXPECT_THAT(d.available, Optional(1));  // floor(3 - 1.500001)
-  EXPECT_THAT(d.full_in_us, Optional(500'001));
-  EXPECT_THAT(d.next_in_us, Optional(166'667));
+  // 1.500001 tokens used (rounded up); floor(3 - 1.500001) available.
+  EXPECT_THAT(d, Offers(2, 1, 166'667, 500'001));
 }
 
 TEST(DecodeSmoothTest, WithoutTheSpecTheBurstIsUnknown) {
@@ -183,10 +192,7 @@ TEST(DecodeStepwiseTest, WithinAStep) {
   EXPECT_THAT(d.problems, IsEmpty());
   EXPECT_EQ(d.tokens, 2);
   EXPECT_EQ(d.anchor_us, kNow - 500'000);
-  EXPECT_THAT(d.available, Optional(2));
-  EXPECT_THAT(d.used, Optional(3));
-  EXPECT_THAT(d.next_in_us, Optional(500'000));
-  EXPECT_THAT(d.full_in_us, Optional(500'000));
+  EXPECT_THAT(d, Offers(3, 2, 500'000, 500'000));
 }
 
 TEST(DecodeStepwiseTest, RefillsWholeStepsFromTheStampAlone) {
@@ -327,10 +333,7 @@ TEST(DecodeLogTest, LiveEntriesAndWhenTheyExpire) {
                                 kNow + 5 * kSec);
   EXPECT_THAT(d.problems, IsEmpty());
   EXPECT_EQ(d.log_entries, 2);
-  EXPECT_THAT(d.used, Optional(3));
-  EXPECT_THAT(d.available, Optional(0));
-  EXPECT_THAT(d.next_in_us, Optional(5 * kSec));
-  EXPECT_THAT(d.full_in_us, Optional(9 * kSec));
+  EXPECT_THAT(d, Offers(3, 0, 5 * kSec, 9 * kSec));
   // At 12 s the first entry has expired (not yet pruned).
   d = DecodeLogBand("k", members, "k:m", "3 1767225605000000", &b,
                     kNow + 12 * kSec);
