@@ -2,9 +2,7 @@
 #include "demo/chart.h"
 
 #include <algorithm>
-#include <cerrno>
 #include <cmath>
-#include <cstdio>
 #include <string>
 #include <utility>
 #include <vector>
@@ -29,14 +27,19 @@ constexpr const char* kInstanceColors[] = {"#e6862e", "#2e9e4f", "#9a5bbd",
                                            "#17becf", "#b8860b", "#8c564b",
                                            "#e377c2", "#7f7f7f"};
 
-// A line: a step series (dash "") or a horizontal rule from points[0] to
-// points[1]; or the outage band (box) over points[0].first to [1].first.
+// A step series (dash ""), a horizontal rule from points[0] to points[1]
+// (dash set), or the outage band (box) over points[0].first to [1].first.
 struct Item {
   std::string name, color, css, dash;
   double width = 1.5, opacity = 1;
   std::vector<std::pair<double, double>> points;
   bool box = false;
 };
+
+Item Rule(std::string name, const char* css, const char* color,
+          const char* dash, double width, double from, double to, double y) {
+  return {std::move(name), color, css, dash, width, 1, {{from, y}, {to, y}}};
+}
 
 // Whole numbers with thousands separators, else %g.
 std::string TickLabel(double v) {
@@ -70,57 +73,37 @@ std::vector<Item> Items(const DemoOptions& o, const RunRecord& run,
               {}};
     for (int64_t w = 0; w < run.windows && w * len < end_s; ++w) {
       const double to = std::min((w + 1) * len, end_s);
-      const double rate = (all ? t.windows[w] : run.reports[i - 1].windows[w])
-                              .counts.hot_admitted /
-                          (to - w * len);
+      const Window& x = all ? t.windows[w] : run.reports[i - 1].windows[w];
+      const double rate = x.counts.hot_admitted / (to - w * len);
       line.points.insert(line.points.end(), {{w * len, rate}, {to, rate}});
     }
     items.push_back(std::move(line));
   }
-  const double limit = o.limit;
-  items.push_back({absl::StrCat("limit ", Commas(o.limit), "/s"),
-                   "#d62728",
-                   "limit",
-                   "8 5",
-                   2,
-                   1,
-                   {{0, limit}, {x_max, limit}}});
-  const double to = std::min(o.OutageEnd(), x_max);
+  items.push_back(Rule(absl::StrCat("limit ", Commas(o.limit), "/s"), "limit",
+                       "#d62728", "8 5", 2, 0, x_max, o.limit));
   const double share = o.limit / o.FallbackInstances();
   if (o.mode == Mode::kLocal) {
     items.push_back(
-        {absl::StrCat("one instance's limit: limit / ", o.instances),
-         "#555555",
-         "share",
-         "3 3",
-         1.5,
-         1,
-         {{0, share}, {x_max, share}}});
+        Rule(absl::StrCat("one instance's limit: limit / ", o.instances),
+             "share", "#555555", "3 3", 1.5, 0, x_max, share));
   }
   if (!o.HasOutage() || o.outage_at >= x_max) return items;
+  const double to = std::min(o.OutageEnd(), x_max);
   if (o.failure_mode == FailureMode::kFailLocal) {
     items.push_back(
-        {absl::StrCat("one instance's share while Redis is away: limit / ",
-                      o.FallbackInstances()),
-         "#555555",
-         "share",
-         "3 3",
-         1.5,
-         1,
-         {{o.outage_at, share}, {to, share}}});
+        Rule(absl::StrCat("one instance's share while Redis is away: limit / ",
+                          o.FallbackInstances()),
+             "share", "#555555", "3 3", 1.5, o.outage_at, to, share));
   }
-  items.push_back(
-      {absl::StrCat("redis-server ",
-                    o.outage_kind == OutageKind::kKill ? "killed (kill -9)"
-                                                       : "stopped (SIGSTOP)",
-                    ": ", FailureModeName(o.failure_mode)),
-       "#f4a259",
-       "outage",
-       "",
-       0,
-       0.28,
-       {{o.outage_at, 0}, {to, 0}},
-       true});
+  Item band = Rule(
+      absl::StrCat("redis-server ",
+                   o.outage_kind == OutageKind::kKill ? "killed (kill -9)"
+                                                      : "stopped (SIGSTOP)",
+                   ": ", FailureModeName(o.failure_mode)),
+      "outage", "#f4a259", "", 0, o.outage_at, to, 0);
+  band.opacity = 0.28;
+  band.box = true;
+  items.push_back(std::move(band));
   return items;
 }
 
@@ -140,20 +123,19 @@ std::vector<std::string> Titles(const DemoOptions& o, const PhaseRow& whole) {
         o.outage_kind == OutageKind::kKill ? "killed" : "stopped", o.outage_at,
         o.OutageEnd());
     verdict =
-        absl::StrCat(FailureModeName(o.failure_mode), " while Redis is away");
-    if (o.failure_mode == FailureMode::kFailLocal) {
-      absl::StrAppend(&verdict, " (each instance enforces limit / ",
-                      o.FallbackInstances(), ")");
-    }
-    verdict += "; ";
+        absl::StrCat(FailureModeName(o.failure_mode), " while Redis is away",
+                     o.failure_mode == FailureMode::kFailLocal
+                         ? absl::StrCat(" (each instance enforces limit / ",
+                                        o.FallbackInstances(), ")")
+                         : "",
+                     "; ");
   }
   absl::StrAppendFormat(&verdict, "whole run: %.1f%% of the limit",
                         100.0 * whole.Rate() / o.limit);
-  if (whole.checked) {
+  if (whole.bound.value >= 0) {
     absl::StrAppend(&verdict,
-                    whole.hot_admitted <= whole.bound ? ", within its bound ("
-                                                      : ", OVER its bound (",
-                    whole.formula.substr(0, whole.formula.find(" = ")), ")");
+                    whole.admitted <= whole.bound.value ? ", within" : ", OVER",
+                    " its bound (", whole.bound.formula, ")");
   }
   return {title,
           absl::StrFormat(
@@ -193,7 +175,12 @@ std::string XmlEscape(absl::string_view text) {
 
 std::string RunChartSvg(const DemoOptions& o, const RunRecord& run,
                         const Totals& t) {
-  const std::vector<PhaseRow> rows = PhaseRows(o, run, t);
+  // The outage's phases, then the whole run (and the busiest second).
+  const std::vector<PhaseRow> rows = PhaseRows(o, t);
+  const size_t phases =
+      std::find_if(rows.begin(), rows.end(),
+                   [](const PhaseRow& r) { return r.name == "whole run"; }) -
+      rows.begin();
   // An interrupted run ends at the interruption.
   double end_s = o.seconds;
   if (run.interrupted_ns > run.start_ns) {
@@ -224,7 +211,7 @@ std::string RunChartSvg(const DemoOptions& o, const RunRecord& run,
     return bottom - y / y_ticks.back() * (bottom - kTop);
   };
 
-  const std::vector<std::string> titles = Titles(o, rows.back());
+  const std::vector<std::string> titles = Titles(o, rows[phases]);
   std::string out = absl::StrFormat(
       "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<svg xmlns=\"http://"
       "www.w3.org/2000/svg\" version=\"1.1\" width=\"%d\" height=\"%d\" "
@@ -233,14 +220,13 @@ std::string RunChartSvg(const DemoOptions& o, const RunRecord& run,
       "class=\"background\" width=\"100%%\" height=\"100%%\" fill=\"#fff\"/>\n",
       kWidth, kHeight, kWidth, kHeight, XmlEscape(titles[0]));
   out += Text(
-      "class=\"title\" x=\"78\" y=\"24\" font-size=\"16\" "
-      "font-weight=\"bold\"",
+      "class=\"title\" x=\"78\" y=\"24\" font-size=\"16\" font-weight=\"bold\"",
       titles[0]);
   for (int i = 1; i <= 2; ++i) {
-    out += Text(absl::StrFormat("class=\"subtitle\" x=\"78\" y=\"%d\" "
-                                "fill=\"#555\"",
-                                26 + 16 * i),
-                titles[i]);
+    out += Text(
+        absl::StrFormat("class=\"subtitle\" x=\"78\" y=\"%d\" fill=\"#555\"",
+                        26 + 16 * i),
+        titles[i]);
   }
   // Under the lines: the band, the grid and the axes.
   for (const Item& b : items) {
@@ -251,10 +237,6 @@ std::string RunChartSvg(const DemoOptions& o, const RunRecord& run,
         "<rect class=\"band outage\" x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" "
         "height=\"%.1f\" fill=\"%s\" fill-opacity=\"%g\"/>\n",
         x0, kTop, x1 - x0, bottom - kTop, b.color, b.opacity);
-    out += Text(absl::StrFormat("class=\"band-label\" x=\"%.1f\" y=\"%.1f\" "
-                                "text-anchor=\"middle\" fill=\"#7a4100\"",
-                                (x0 + x1) / 2, kTop + 16),
-                b.name);
   }
   out += "<g class=\"axes\" fill=\"#333\">\n";
   for (double y : y_ticks) {
@@ -262,10 +244,11 @@ std::string RunChartSvg(const DemoOptions& o, const RunRecord& run,
                           "<line class=\"grid\" x1=\"%.1f\" y1=\"%.1f\" "
                           "x2=\"%.1f\" y2=\"%.1f\" stroke=\"#e3e3e3\"/>\n",
                           kLeft, Y(y), kRight, Y(y));
-    out += Text(absl::StrFormat("class=\"y-tick\" x=\"%.1f\" y=\"%.1f\" "
-                                "text-anchor=\"end\"",
-                                kLeft - 8, Y(y) + 4),
-                TickLabel(y));
+    out +=
+        Text(absl::StrFormat(
+                 "class=\"y-tick\" x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\"",
+                 kLeft - 8, Y(y) + 4),
+             TickLabel(y));
   }
   for (double x : NiceTicks(x_max, 12)) {
     if (x > x_max + 1e-9) break;
@@ -288,8 +271,7 @@ std::string RunChartSvg(const DemoOptions& o, const RunRecord& run,
                               "text-anchor=\"middle\" transform=\"rotate(-90 "
                               "18 %.1f)\"",
                               mid, mid),
-              o.keys == KeyDist::kHot ? "admitted per second"
-                                      : "admitted per second (rank 0)");
+              "admitted per second");
   out += "</g>\n";
   // The lines, then the rules over them (a line on the limit must not hide
   // it).
@@ -321,17 +303,16 @@ std::string RunChartSvg(const DemoOptions& o, const RunRecord& run,
   // Each outage phase's rate over it; in alternate rows when a phase is
   // too narrow (a fifth of the run) for its note beside its neighbours'.
   bool narrow = false;
-  for (size_t i = 0; i + 1 < rows.size(); ++i) {
+  for (size_t i = 0; i < phases; ++i) {
     narrow |= rows[i].Seconds() < 0.2 * o.seconds;
   }
-  for (size_t i = 0; i + 1 < rows.size(); ++i) {
+  for (size_t i = 0; i < phases; ++i) {
     const PhaseRow& r = rows[i];
     out += Text(absl::StrFormat("class=\"note phase\" x=\"%.1f\" y=\"%.1f\" "
                                 "text-anchor=\"middle\"",
                                 X((r.from_s + r.to_s) / 2),
                                 kTop + 16 * (narrow ? 2 + i % 2 : 2)),
-                absl::StrFormat("%s: %.1f%% of the limit",
-                                r.name.substr(0, r.name.find_first_of(" :")),
+                absl::StrFormat("%s: %.1f%% of the limit", r.name,
                                 100.0 * r.Rate() / o.limit));
   }
   out += "<g class=\"legend\" fill=\"#333\">\n";
@@ -354,23 +335,6 @@ std::string RunChartSvg(const DemoOptions& o, const RunRecord& run,
     }
   }
   return out + "</g>\n</svg>\n";
-}
-
-absl::Status WriteChart(const DemoOptions& o, const RunRecord& run,
-                        const Totals& t) {
-  const std::string svg = RunChartSvg(o, run, t);
-  auto error = [&](int err) {
-    return absl::ErrnoToStatus(
-        err, absl::StrCat("cannot write the chart to ", o.chart,
-                          " (--chart=PATH to choose another file, --chart= "
-                          "for none)"));
-  };
-  std::FILE* f = std::fopen(o.chart.c_str(), "w");
-  if (f == nullptr) return error(errno);
-  const bool wrote = std::fwrite(svg.data(), 1, svg.size(), f) == svg.size();
-  const int write_errno = errno;
-  if (std::fclose(f) != 0) return error(errno);
-  return wrote ? absl::OkStatus() : error(write_errno);
 }
 
 }  // namespace tokenlease::tools

@@ -13,7 +13,6 @@
 #include <string>
 #include <vector>
 
-#include "absl/status/status.h"
 #include "absl/strings/string_view.h"
 #include "demo/flags.h"
 #include "demo/report.h"
@@ -30,11 +29,6 @@ std::string XmlEscape(absl::string_view text);
 // The chart of a run: x in seconds from the start (to the end of the last
 // window that ran), y in admissions per second from 0.
 std::string RunChartSvg(const DemoOptions& o, const RunRecord& run,
-                        const Totals& t);
-
-// Writes it to o.chart; the error says which file and why, and how to
-// choose another.
-absl::Status WriteChart(const DemoOptions& o, const RunRecord& run,
                         const Totals& t);
 
 }  // namespace tokenlease::tools

@@ -12,20 +12,20 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
-#include "demo/svg_test.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "testing/svg_check.h"
 
 namespace tokenlease::tools {
 namespace {
 
 using ::testing::ElementsAre;
 using ::testing::ElementsAreArray;
-using testing::Find;
 using ::testing::HasSubstr;
-using testing::ParseSvg;
-using testing::Position;
-using testing::SvgElement;
+using ::tokenlease::testing::Find;
+using ::tokenlease::testing::ParseSvg;
+using ::tokenlease::testing::Position;
+using ::tokenlease::testing::SvgElement;
 
 constexpr int64_t kStart = 1'000'000'000;
 
@@ -151,7 +151,7 @@ TEST(ChartTest, TheLimitTheShareAndTheOutage) {
                           HasSubstr("fail_local while Redis is away (each "
                                     "instance enforces limit / 2); whole run: "
                                     "102.1% of the limit, within its bound "
-                                    "(burst + limit x time + 2 x burst)")));
+                                    "(L t + B + 2 B)")));
   std::vector<std::string> legend;
   for (const SvgElement* t : Find(svg, "text")) {
     if (t->group == "legend") legend.push_back(t->text);

@@ -1,9 +1,10 @@
 // The options of `tokenlease demo` and the one table of its flags: each
-// flag is a row naming a DemoOptions field, parsed and printed with absl's
-// flag syntax (absl::ParseFlag and UnparseFlag, as ABSL_FLAG does). The
-// parent parses its command line with the table and hands its resolved
-// options to the instance processes as flags printed from the same table.
-// Also the rule that sizes the load to the machine (ResolveOptions).
+// flag is a row (name, DemoOptions field, one line of help), parsed and
+// printed with absl's flag syntax (absl::ParseFlag and UnparseFlag, as
+// ABSL_FLAG does); --help is written from the rows. The parent parses its
+// command line with the table and hands its resolved options to the
+// instance processes as flags printed from the same table. Also the rule
+// that sizes the load to the machine (ResolveOptions).
 #ifndef TOKENLEASE_TOOLS_DEMO_FLAGS_H_
 #define TOKENLEASE_TOOLS_DEMO_FLAGS_H_
 
@@ -58,17 +59,17 @@ inline constexpr double kOutageLength = 0.2;
 // the process's own user.
 inline constexpr char kRedisUrlEnv[] = "TOKENLEASE_REDIS_URL";
 
-// Everything the demo reads from its flags (flags.cc's help says what
-// each is); the defaults are the flags'. "0: chosen" fields are filled in
-// by ResolveOptions.
+// Everything the demo reads from its flags (flags.cc's rows say what each
+// is); the defaults are the flags'. Fields left at 0 are filled in by
+// ResolveOptions.
 struct DemoOptions {
   Mode mode = Mode::kLeased;
   KeyDist keys = KeyDist::kHot;  // --scenario (alias --keys)
-  int instances = 0;             // 0: chosen
-  int threads = 0;               // per instance; 0: chosen
-  int64_t limit = 0;             // per second (per key); 0: chosen
-  int64_t burst = 0;             // 0: chosen
-  double offered = 0;            // decisions/s over all threads; 0: chosen
+  int instances = 0;
+  int threads = 0;  // per instance
+  int64_t limit = 0;
+  int64_t burst = 0;
+  double offered = 0;  // decisions/s over all threads
   double seconds = 20;
   int zipf_keys = 100000;
   double zipf_s = 1.1;
@@ -99,8 +100,8 @@ struct DemoOptions {
   // run stays near limit x duration (the library's default is kForget).
   OutageUsage outage_usage = OutageUsage::kCharge;
   bool outage = true;
-  double outage_at = 0;       // 0: chosen
-  double outage_seconds = 0;  // 0: chosen
+  double outage_at = 0;
+  double outage_seconds = 0;
   OutageKind outage_kind = OutageKind::kStop;
   // Internal flags, set by the parent on an instance process: its index,
   // its end of the socket to the parent, and the run's Redis key prefix.
@@ -142,7 +143,7 @@ std::vector<std::string> FlagArgs(const DemoOptions& o);
 std::string FlagText(const DemoOptions& o, absl::string_view name);
 
 // --help: what the demo does, its exit codes, and every flag with its
-// default.
+// default and help.
 std::string Usage();
 
 // OK, or InvalidArgument naming the flag, its value and the accepted range
@@ -175,8 +176,8 @@ LoadPlan PlanLoad(int cpus, int instances = 0, Mode mode = Mode::kLeased);
 // Fields already set are kept, so resolving twice changes nothing.
 DemoOptions ResolveOptions(DemoOptions o, int cpus);
 
-// The banner's account of the load, the pacing and the offered rate: what
-// each is, and whether the flags, the machine or the scenario chose it.
+// The banner's line on the load, the pacing and the offered rate, and
+// whether the flags or the machine chose them.
 std::string DescribeChoices(const DemoOptions& requested,
                             const DemoOptions& resolved, int cpus);
 

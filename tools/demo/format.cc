@@ -37,8 +37,14 @@ std::string Commas(int64_t v) {
 
 std::string ShortNs(int64_t ns) {
   if (ns < 1'000) return absl::StrCat(ns, "ns");
-  if (ns < 1'000'000) return absl::StrFormat("%.1fus", ns / 1e3);
-  return absl::StrFormat("%.1fms", ns / 1e6);
+  // Three significant digits: enough to compare runs, narrow enough for a
+  // column.
+  const bool us = ns < 1'000'000;
+  const double v = ns / (us ? 1e3 : 1e6);
+  return absl::StrFormat(v < 10    ? "%.2f%s"
+                         : v < 100 ? "%.1f%s"
+                                   : "%.0f%s",
+                         v, us ? "us" : "ms");
 }
 
 std::string LoadAverage() {

@@ -19,7 +19,7 @@ std::string Fmt(double v);
 // With thousands separators: 1234567 -> "1,234,567".
 std::string Commas(int64_t v);
 
-// A latency for a narrow column: "240ns", "23.9us", "1.2ms".
+// A latency for a narrow column: "240ns", "1.49us", "23.9us", "1.24ms".
 std::string ShortNs(int64_t ns);
 
 // "x y z" of /proc/loadavg ("?" if unreadable).
