@@ -1,7 +1,6 @@
-// The run's SVG chart (chart.h).
-#include "demo/chart.h"
-
+// The run's SVG chart (report.h, RunChartSvg).
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <string>
 #include <utility>
@@ -11,13 +10,13 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
-#include "demo/format.h"
+#include "demo/report.h"
 
 namespace tokenlease::tools {
 namespace {
 
 constexpr int kWidth = 1000, kHeight = 580;
-// The plot's margins: the y tick labels, the title and two subtitle lines,
+// The plot's margins: the y tick labels, the title and the subtitle's lines,
 // the x tick labels and label; then a 20 px row per legend row.
 constexpr double kLeft = 78, kRight = 976, kTop = 80, kBelow = 58;
 constexpr double kCharWidth = 6.6;  // 12 px sans-serif, roughly
@@ -45,11 +44,6 @@ Item Rule(std::string name, const char* css, const char* color,
 std::string TickLabel(double v) {
   return std::fabs(v - std::round(v)) < 1e-9 ? Commas(std::llround(v))
                                              : absl::StrFormat("%g", v);
-}
-
-// A <text> element: `attributes` as written, then the escaped text.
-std::string Text(absl::string_view attributes, absl::string_view text) {
-  return absl::StrCat("<text ", attributes, ">", XmlEscape(text), "</text>\n");
 }
 
 // The items in the legend's order: the lines (all instances, then each:
@@ -107,8 +101,8 @@ std::vector<Item> Items(const DemoOptions& o, const RunRecord& run,
   return items;
 }
 
-// The title, and the subtitle's two lines: what is drawn, then the verdict.
-std::vector<std::string> Titles(const DemoOptions& o, const PhaseRow& whole) {
+// The title, and the subtitle's lines: what is drawn, and the verdict.
+std::array<std::string, 3> Titles(const DemoOptions& o, const PhaseRow& whole) {
   std::string title = absl::StrFormat(
       "tokenlease: %d instance%s share %s", o.instances,
       o.instances == 1 ? "" : "s",
@@ -116,35 +110,30 @@ std::vector<std::string> Titles(const DemoOptions& o, const PhaseRow& whole) {
           ? absl::StrCat("one limit of ", Commas(o.limit), "/s")
           : absl::StrCat("limits of ", Commas(o.limit), "/s on ",
                          Commas(o.zipf_keys), " keys"));
-  std::string verdict;
+  std::string sub = absl::StrFormat(
+      "%s's admitted rate per %g s window, over all instances and each",
+      o.keys == KeyDist::kHot ? "the hot key" : "the hottest key",
+      o.window_ms / 1000.0);
   if (o.HasOutage()) {
     absl::StrAppendFormat(
         &title, "; Redis %s from %g s to %g s",
         o.outage_kind == OutageKind::kKill ? "killed" : "stopped", o.outage_at,
         o.OutageEnd());
-    verdict =
-        absl::StrCat(FailureModeName(o.failure_mode), " while Redis is away",
-                     o.failure_mode == FailureMode::kFailLocal
-                         ? absl::StrCat(" (each instance enforces limit / ",
-                                        o.FallbackInstances(), ")")
-                         : "",
-                     "; ");
+    absl::StrAppend(&sub, "; ", FailureModeName(o.failure_mode),
+                    " while Redis is away",
+                    o.failure_mode == FailureMode::kFailLocal
+                        ? absl::StrCat(" (each instance enforces limit / ",
+                                       o.FallbackInstances(), ")")
+                        : "");
   }
-  absl::StrAppendFormat(&verdict, "whole run: %.1f%% of the limit",
-                        100.0 * whole.Rate() / o.limit);
+  std::string verdict = absl::StrFormat("whole run: %.1f%% of the limit",
+                                        100.0 * whole.Rate() / o.limit);
   if (whole.bound.value >= 0) {
     absl::StrAppend(&verdict,
                     whole.admitted <= whole.bound.value ? ", within" : ", OVER",
                     " its bound (", whole.bound.formula, ")");
   }
-  return {title,
-          absl::StrFormat(
-              "%s's admitted rate per %g s window, over all instances and "
-              "each; %s mode, burst %s, offered %s/s",
-              o.keys == KeyDist::kHot ? "the hot key" : "the hottest key",
-              o.window_ms / 1000.0, ModeName(o.mode), Commas(o.burst),
-              Commas(static_cast<int64_t>(o.offered))),
-          verdict};
+  return {title, sub, verdict};
 }
 
 }  // namespace
@@ -210,24 +199,25 @@ std::string RunChartSvg(const DemoOptions& o, const RunRecord& run,
   auto Y = [&](double y) {
     return bottom - y / y_ticks.back() * (bottom - kTop);
   };
+  // A <text> element at (x, y), `more` its other attributes.
+  auto text = [](absl::string_view more, double x, double y,
+                 absl::string_view body) {
+    return absl::StrFormat("<text %s x=\"%.1f\" y=\"%.1f\">%s</text>\n", more,
+                           x, y, XmlEscape(body));
+  };
 
-  const std::vector<std::string> titles = Titles(o, rows[phases]);
+  const auto [title, subtitle, verdict] = Titles(o, rows[phases]);
   std::string out = absl::StrFormat(
       "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<svg xmlns=\"http://"
       "www.w3.org/2000/svg\" version=\"1.1\" width=\"%d\" height=\"%d\" "
       "viewBox=\"0 0 %d %d\" font-family=\"DejaVu Sans, Helvetica, Arial, "
       "sans-serif\" font-size=\"12\">\n<title>%s</title>\n<rect "
       "class=\"background\" width=\"100%%\" height=\"100%%\" fill=\"#fff\"/>\n",
-      kWidth, kHeight, kWidth, kHeight, XmlEscape(titles[0]));
-  out += Text(
-      "class=\"title\" x=\"78\" y=\"24\" font-size=\"16\" font-weight=\"bold\"",
-      titles[0]);
-  for (int i = 1; i <= 2; ++i) {
-    out += Text(
-        absl::StrFormat("class=\"subtitle\" x=\"78\" y=\"%d\" fill=\"#555\"",
-                        26 + 16 * i),
-        titles[i]);
-  }
+      kWidth, kHeight, kWidth, kHeight, XmlEscape(title));
+  out += text("class=\"title\" font-size=\"16\" font-weight=\"bold\"", kLeft,
+              24, title);
+  out += text("class=\"subtitle\" fill=\"#555\"", kLeft, 42, subtitle);
+  out += text("class=\"subtitle\" fill=\"#555\"", kLeft, 58, verdict);
   // Under the lines: the band, the grid and the axes.
   for (const Item& b : items) {
     if (!b.box) continue;
@@ -244,17 +234,12 @@ std::string RunChartSvg(const DemoOptions& o, const RunRecord& run,
                           "<line class=\"grid\" x1=\"%.1f\" y1=\"%.1f\" "
                           "x2=\"%.1f\" y2=\"%.1f\" stroke=\"#e3e3e3\"/>\n",
                           kLeft, Y(y), kRight, Y(y));
-    out +=
-        Text(absl::StrFormat(
-                 "class=\"y-tick\" x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\"",
-                 kLeft - 8, Y(y) + 4),
-             TickLabel(y));
+    out += text("class=\"y-tick\" text-anchor=\"end\"", kLeft - 8, Y(y) + 4,
+                TickLabel(y));
   }
   for (double x : NiceTicks(x_max, 12)) {
     if (x > x_max + 1e-9) break;
-    out += Text(absl::StrFormat("class=\"x-tick\" x=\"%.1f\" y=\"%.1f\" "
-                                "text-anchor=\"middle\"",
-                                X(x), bottom + 18),
+    out += text("class=\"x-tick\" text-anchor=\"middle\"", X(x), bottom + 18,
                 TickLabel(x));
   }
   const double mid = (kTop + bottom) / 2;
@@ -262,21 +247,30 @@ std::string RunChartSvg(const DemoOptions& o, const RunRecord& run,
                         "<path class=\"axis\" fill=\"none\" stroke=\"#333\" "
                         "d=\"M%.1f %.1fV%.1fH%.1f\"/>\n",
                         kLeft, kTop, bottom, kRight);
-  out += Text(absl::StrFormat("class=\"x-label\" x=\"%.1f\" y=\"%.1f\" "
-                              "text-anchor=\"middle\"",
-                              (kLeft + kRight) / 2, bottom + 38),
+  out += text("class=\"x-label\" text-anchor=\"middle\"", (kLeft + kRight) / 2,
+              bottom + 38,
               absl::StrFormat("seconds since the start (windows of %g s)",
                               o.window_ms / 1000.0));
-  out += Text(absl::StrFormat("class=\"y-label\" x=\"18\" y=\"%.1f\" "
-                              "text-anchor=\"middle\" transform=\"rotate(-90 "
-                              "18 %.1f)\"",
-                              mid, mid),
-              "admitted per second");
+  out += text(absl::StrFormat("class=\"y-label\" text-anchor=\"middle\" "
+                              "transform=\"rotate(-90 18 %.1f)\"",
+                              mid),
+              18, mid, "admitted per second");
   out += "</g>\n";
-  // The lines, then the rules over them (a line on the limit must not hide
-  // it).
+  // The lines, then the rules over them (Items puts them in that order: a
+  // line on the limit must not hide it).
   for (const Item& it : items) {
-    if (it.box || !it.dash.empty()) continue;
+    if (it.box) continue;
+    if (!it.dash.empty()) {
+      absl::StrAppendFormat(
+          &out,
+          "<line class=\"rule %s\" x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" "
+          "y2=\"%.1f\" stroke=\"%s\" stroke-width=\"%g\" "
+          "stroke-dasharray=\"%s\"/>\n",
+          it.css, X(it.points[0].first), Y(it.points[0].second),
+          X(it.points[1].first), Y(it.points[1].second), it.color, it.width,
+          it.dash);
+      continue;
+    }
     std::vector<std::string> xy;
     for (const auto& [x, y] : it.points) {
       xy.push_back(absl::StrFormat("%.1f,%.1f", X(x), Y(y)));
@@ -289,31 +283,14 @@ std::string RunChartSvg(const DemoOptions& o, const RunRecord& run,
         it.css, XmlEscape(it.name), absl::StrJoin(xy, " "), it.color, it.width,
         it.opacity);
   }
-  for (const Item& it : items) {
-    if (it.dash.empty()) continue;
-    absl::StrAppendFormat(
-        &out,
-        "<line class=\"rule %s\" x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" "
-        "y2=\"%.1f\" stroke=\"%s\" stroke-width=\"%g\" "
-        "stroke-dasharray=\"%s\"/>\n",
-        it.css, X(it.points[0].first), Y(it.points[0].second),
-        X(it.points[1].first), Y(it.points[1].second), it.color, it.width,
-        it.dash);
-  }
-  // Each outage phase's rate over it; in alternate rows when a phase is
-  // too narrow (a fifth of the run) for its note beside its neighbours'.
-  bool narrow = false;
+  // Each outage phase's rate over it, in alternate rows (a short phase's
+  // note would run into its neighbours').
   for (size_t i = 0; i < phases; ++i) {
-    narrow |= rows[i].Seconds() < 0.2 * o.seconds;
-  }
-  for (size_t i = 0; i < phases; ++i) {
-    const PhaseRow& r = rows[i];
-    out += Text(absl::StrFormat("class=\"note phase\" x=\"%.1f\" y=\"%.1f\" "
-                                "text-anchor=\"middle\"",
-                                X((r.from_s + r.to_s) / 2),
-                                kTop + 16 * (narrow ? 2 + i % 2 : 2)),
-                absl::StrFormat("%s: %.1f%% of the limit", r.name,
-                                100.0 * r.Rate() / o.limit));
+    out +=
+        text("class=\"note phase\" text-anchor=\"middle\"",
+             X((rows[i].from_s + rows[i].to_s) / 2), kTop + 32 + 16 * (i % 2),
+             absl::StrFormat("%s: %.1f%% of the limit", rows[i].name,
+                             100.0 * rows[i].Rate() / o.limit));
   }
   out += "<g class=\"legend\" fill=\"#333\">\n";
   for (size_t row = 0; row < legend.size(); ++row) {
@@ -329,8 +306,7 @@ std::string RunChartSvg(const DemoOptions& o, const RunRecord& run,
                     "stroke-dasharray=\"%s\"/>\n",
           x, it->box ? y - 6 : y, it->color, it->opacity,
           it->dash.empty() ? "none" : "4 3");
-      out += Text(absl::StrFormat("x=\"%.1f\" y=\"%.1f\"", x + 22, y + 4),
-                  it->name);
+      out += text("", x + 22, y + 4, it->name);
       x += 40 + kCharWidth * it->name.size();
     }
   }

@@ -16,6 +16,7 @@
 #include <cerrno>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <ctime>
 #include <memory>
 #include <optional>
@@ -27,10 +28,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "demo/chart.h"
 #include "demo/flags.h"
-#include "demo/format.h"
-#include "demo/instance.h"
 #include "demo/live.h"
 #include "demo/protocol.h"
 #include "demo/report.h"
@@ -65,6 +63,15 @@ void Print(const std::string& text) {
 }
 
 bool Interrupted() { return g_sigints > 0 || g_sigterms > 0; }
+
+// How busy the machine was, printed beside the run (a shared machine's
+// other load shows in every figure).
+std::string LoadAverage() {
+  double l[3];
+  return getloadavg(l, 3) == 3
+             ? absl::StrFormat("%.2f %.2f %.2f", l[0], l[1], l[2])
+             : "?";
+}
 
 // The run's Redis: the private server (none with --url) and the parent's
 // own connection to it (none in local mode).

@@ -22,7 +22,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
-#include "demo/format.h"
+#include "demo/report.h"
 #include "demo/targets.h"
 #include "demo/workload.h"
 
@@ -46,22 +46,27 @@ run, 2 on a flag or value it does not accept.
 Flags (0: chosen by the machine or the scenario):
 )";
 
-// A row of the table: help nullptr for the internal flags (not in
-// --help). A number must be in [lo, hi] (open: above lo) once resolved.
+// The values a number may take once resolved: [lo, hi], or (lo, hi] if
+// open.
+struct Range {
+  double lo = -INFINITY, hi = INFINITY;
+  bool open = false;
+};
+
+// A row of the table: help nullptr for the internal flags (not in --help).
 struct Flag {
   std::string name;
   const char* help = nullptr;
-  double lo = -INFINITY, hi = INFINITY;
-  bool open = false, is_bool = false, alias = false;
+  Range range;
+  bool is_bool = false, alias = false;
   std::function<bool(O&, absl::string_view, std::string*)> parse;
   std::function<std::string(const O&)> text;
   std::function<double(const O&)> number;  // numbers only
 };
 
 template <typename T>
-Flag Field(const char* name, T O::*field, const char* help,
-           double lo = -INFINITY, double hi = INFINITY, bool open = false) {
-  Flag f{name, help, lo, hi, open, std::is_same_v<T, bool>, false, {}, {}, {}};
+Flag Field(const char* name, T O::*field, Range range, const char* help) {
+  Flag f{name, help, range, std::is_same_v<T, bool>, false, {}, {}, {}};
   f.parse = [field](O& o, absl::string_view v, std::string* error) {
     return absl::ParseFlag<T>(v, &(o.*field), error);
   };
@@ -71,13 +76,17 @@ Flag Field(const char* name, T O::*field, const char* help,
   }
   return f;
 }
+template <typename T>
+Flag Field(const char* name, T O::*field, const char* help) {
+  return Field(name, field, Range{}, help);
+}
 
 // A flag whose values are names: those of enum E's values 0, 1, ... (the
 // library's too: flags_test checks they name the right values).
 template <typename E, size_t N>
 Flag Choice(const char* name, E O::*field, const char* const (&names)[N],
             const char* help, bool alias = false) {
-  Flag f{name, help, -INFINITY, INFINITY, false, false, alias, {}, {}, {}};
+  Flag f{name, help, Range{}, false, alias, {}, {}, {}};
   f.parse = [field, &names](O& o, absl::string_view v, std::string* error) {
     std::string all;
     for (size_t i = 0; i < N; ++i) {
@@ -111,77 +120,60 @@ const std::vector<Flag>& Flags() {
   static const auto* flags = new std::vector<Flag>{
       // never freed
       Choice("scenario", &O::keys, kKeyDists,
-             "hot: one key (10,000/s, burst 1,000); zipf: --zipf_keys keys, "
-             "100/s each"),
-      Choice("keys", &O::keys, kKeyDists,
-             "the same as --scenario (its older name)", /*alias=*/true),
+             "hot: one key, 10,000/s; zipf: --zipf_keys keys, 100/s each"),
+      Choice("keys", &O::keys, kKeyDists, "--scenario's older name",
+             /*alias=*/true),
       Choice("mode", &O::mode, kModes,
-             "leased (LeasedLimiter), local (limit / N each) or direct "
-             "(Redis per call)"),
-      Field("instances", &O::instances,
-            "instance processes; 0: one per spare CPU, 2 to 4", 1,
-            kMaxInstances),
-      Field("threads", &O::threads,
-            "load threads per instance; 0: spare CPUs / instances", 1,
-            kMaxThreads),
-      Field("limit", &O::limit,
-            "token bucket limit per second (per key: zipf); 0: 10,000 or 100",
-            1),
-      Field("burst", &O::burst,
-            "token bucket burst; 0: --limit / 10 (hot) or --limit (zipf)", 1),
-      Field("offered", &O::offered,
-            "decisions/s over all threads; 0: 5 x the hottest key's limit", 0,
-            INFINITY, /*open=*/true),
-      Field("seconds", &O::seconds, "length of the run", 0, 3600,
-            /*open=*/true),
-      Field("zipf_keys", &O::zipf_keys, "keys of --scenario=zipf", 1, 1e8),
-      Field("zipf_s", &O::zipf_s, "Zipf exponent of --scenario=zipf", 0,
-            INFINITY, /*open=*/true),
-      Field("window_ms", &O::window_ms,
-            "a live row, a CSV row and a chart step per window", 1, 60000),
+             "leased (LeasedLimiter), local (limit / N each), direct"),
+      Field("instances", &O::instances, {1, kMaxInstances},
+            "instance processes; 0: one per spare CPU, 2 to 4"),
+      Field("threads", &O::threads, {1, kMaxThreads},
+            "load threads per instance; 0: spare CPUs / instances"),
+      Field("limit", &O::limit, {1},
+            "token bucket, per second (per key: zipf); 0: 10,000 or 100"),
+      Field("burst", &O::burst, {1},
+            "token bucket burst; 0: --limit / 10 (hot) or --limit (zipf)"),
+      Field("offered", &O::offered, {0, INFINITY, true},
+            "decisions/s over all threads; 0: 5 x the hottest key's limit"),
+      Field("seconds", &O::seconds, {0, 3600, true}, "length of the run"),
+      Field("zipf_keys", &O::zipf_keys, {1, 1e8}, "keys of --scenario=zipf"),
+      Field("zipf_s", &O::zipf_s, {0, INFINITY, true}, "its Zipf exponent"),
+      Field("window_ms", &O::window_ms, {1, 60000},
+            "a live row, a CSV row and a chart step per window"),
       Field("csv", &O::csv,
-            "per-window CSV file; auto: in $TMPDIR (or /tmp) named after the "
-            "run"),
+            "per-window CSV; auto: in $TMPDIR (or /tmp) named after the run"),
       Field("chart", &O::chart,
-            "SVG chart of the hot key's rate; auto: the CSV's name with .svg"),
+            "SVG chart of the hot key's rate; auto: the CSV's name, .svg"),
       Field("url", &O::url,
             "Redis URL; empty: $TOKENLEASE_REDIS_URL, else a private server"),
       Field("use_handle", &O::use_handle,
             "leased and local mode: decide the hot key through a handle"),
       Choice("pacing", &O::pacing, kPacings,
              "tick (wake every --tick_us), sleep, spin or busy (no syscall)"),
-      Field("tick_us", &O::tick_us,
-            "--pacing=tick: microseconds between wake-ups", 10, 100000),
-      Field("sample_every", &O::sample_every,
-            "time every Nth decision of a thread with steady_clock", 1, 1e9),
-      Field("lease_ttl_ms", &O::lease_ttl_ms,
-            "leased mode: LeaseOptions::lease_ttl in ms", 1, 3.6e6),
-      Field("idle_evict_ms", &O::idle_evict_ms,
-            "leased mode: LeaseOptions::idle_evict in ms (>= 2 x lease_ttl)", 1,
-            8.64e7),
-      Field("max_lease_fraction", &O::max_lease_fraction,
-            "leased mode: LeaseOptions::max_lease_fraction (of the burst)", 0,
-            1,
-            /*open=*/true),
+      Field("tick_us", &O::tick_us, {10, 100000},
+            "--pacing=tick: microseconds between wake-ups"),
+      Field("sample_every", &O::sample_every, {1, 1e9},
+            "time every Nth decision of a thread with steady_clock"),
+      Field("lease_ttl_ms", &O::lease_ttl_ms, {1, 3.6e6},
+            "leased mode: LeaseOptions::lease_ttl in ms"),
+      Field("idle_evict_ms", &O::idle_evict_ms, {1, 8.64e7},
+            "leased mode: LeaseOptions::idle_evict in ms (>= 2 x lease_ttl)"),
+      Field("max_lease_fraction", &O::max_lease_fraction, {0, 1, true},
+            "leased mode: LeaseOptions::max_lease_fraction (of the burst)"),
       Choice("cold_key_policy", &O::cold_key_policy, kColdKeyPolicies,
-             "leased mode: LeaseOptions::cold_key_policy: local_share, deny, "
-             "wait"),
-      Field("local_share", &O::local_share,
-            "leased mode: LeaseOptions::local_share (of the burst)", 0, 1,
-            /*open=*/true),
-      Field("charge_delay_ms", &O::charge_delay_ms,
-            "leased mode: LeaseOptions::charge_delay in ms, up to lease_ttl", 0,
-            3.6e6),
+             "leased mode: LeaseOptions::cold_key_policy"),
+      Field("local_share", &O::local_share, {0, 1, true},
+            "leased mode: LeaseOptions::local_share (of the burst)"),
+      Field("charge_delay_ms", &O::charge_delay_ms, {0, 3.6e6},
+            "leased mode: LeaseOptions::charge_delay in ms, <= lease_ttl"),
       Choice("algorithm", &O::algorithm, kAlgorithms,
              "--mode=local's algorithm (the others use token_bucket)"),
       Choice("failure_mode", &O::failure_mode, kFailureModes,
-             "while Redis is away: fail_local (limit / N each), fail_closed, "
-             "fail_open"),
-      Field("fallback_instances", &O::fallback_instances,
-            "fail_local's N until counted (0: --instances)", 0, 65536),
+             "Redis away: fail_local (limit / N each), fail_closed, fail_open"),
+      Field("fallback_instances", &O::fallback_instances, {0, 65536},
+            "fail_local's N until counted (0: --instances)"),
       Choice("outage_usage", &O::outage_usage, kOutageUsages,
-             "leased mode: charge what the outage admitted to Redis, or "
-             "forget"),
+             "leased mode: charge what the outage admitted, or forget it"),
       Field("discover_instances", &O::discover_instances,
             "count the instances in Redis for fail_local's N"),
       Field("start_empty", &O::start_empty,
@@ -296,13 +288,15 @@ std::string Usage() {
 absl::Status ValidateOptions(const DemoOptions& o) {
   for (const Flag& f : Flags()) {
     const double v = f.number ? f.number(o) : 0;
-    if (!f.number || ((f.open ? v > f.lo : v >= f.lo) && v <= f.hi)) continue;
-    const std::string lo = absl::StrCat(static_cast<int64_t>(f.lo)),
-                      hi = absl::StrCat(static_cast<int64_t>(f.hi));
+    const Range& r = f.range;
+    if (!f.number || ((r.open ? v > r.lo : v >= r.lo) && v <= r.hi)) continue;
+    // The ranges' ends are whole numbers.
+    const std::string lo = absl::StrCat(static_cast<int64_t>(r.lo)),
+                      hi = absl::StrCat(static_cast<int64_t>(r.hi));
     return Invalid(absl::StrCat(
         "--", f.name, " is ", f.text(o), "; it must be ",
-        std::isinf(f.hi) ? absl::StrCat(f.open ? "more than " : "at least ", lo)
-        : f.open         ? absl::StrCat("more than ", lo, " and at most ", hi)
+        std::isinf(r.hi) ? absl::StrCat(r.open ? "more than " : "at least ", lo)
+        : r.open         ? absl::StrCat("more than ", lo, " and at most ", hi)
                          : absl::StrCat("between ", lo, " and ", hi)));
   }
   auto check = [](bool ok, absl::string_view why) {
@@ -366,54 +360,43 @@ DemoOptions ResolveOptions(DemoOptions o, int cpus) {
   if (o.instances == 0) o.instances = plan.instances;
   if (o.threads == 0) o.threads = plan.threads;
   if (o.limit == 0) o.limit = hot ? kHotLimit : kZipfLimit;
+  // hot: a tenth of a second (so half-second windows show the rate, not
+  // the bucket), but a token for each instance (local mode and fail_local
+  // split it); zipf: a second.
   if (o.burst == 0) {
-    // The local mode and fail_local split the burst over the instances:
-    // each needs at least one token of it.
-    o.burst = hot ? std::max<int64_t>(o.limit / kHotBurstDivisor, o.instances)
-                  : o.limit;
+    o.burst = hot ? std::max<int64_t>(o.limit / 10, o.instances) : o.limit;
   }
   if (o.offered == 0) {
     o.offered = kOverload * static_cast<double>(o.limit) / ZipfP0(o);
   }
-  if (o.outage && o.outage_at == 0) o.outage_at = kOutageStart * o.seconds;
-  if (o.outage && o.outage_seconds == 0) {
-    o.outage_seconds = kOutageLength * o.seconds;
-  }
+  // The outage from 40% to 60% of the run: 8-12 s of the default 20 s.
+  if (o.outage && o.outage_at == 0) o.outage_at = 0.4 * o.seconds;
+  if (o.outage && o.outage_seconds == 0) o.outage_seconds = 0.2 * o.seconds;
   return o;
 }
 
 std::string DescribeChoices(const DemoOptions& requested, const DemoOptions& r,
                             int cpus) {
-  std::string out = absl::StrFormat(
-      "load: %d instance%s%s x %d thread%s%s", r.instances,
-      r.instances == 1 ? "" : "s",
-      requested.instances > 0 ? " (--instances)" : "", r.threads,
-      r.threads == 1 ? "" : "s", requested.threads > 0 ? " (--threads)" : "");
-  if (requested.instances == 0 || requested.threads == 0) {
-    absl::StrAppendFormat(
-        &out,
-        ", chosen for %d CPU%s: one instance per CPU left after "
-        "redis-server's (2 to 4), %s",
-        cpus, cpus == 1 ? "" : "s",
-        r.mode == Mode::kDirect
-            ? "4 threads or more (a direct decision waits asleep)"
-            : "a thread per spare CPU");
-  }
-  // Tick pacing: no wake-up per call, so the cores stay with Redis.
   const double p0 = ZipfP0(r);
-  absl::StrAppendFormat(
-      &out, "\npacing: %s; offered %s/s%s = %.1f x the limit on %s\n",
+  return absl::StrFormat(
+      "load: %d instance%s x %d thread%s (%s), %s pacing%s; offered %s/s (%s) "
+      "= %.1f x the limit on the %s\n",
+      r.instances, r.instances == 1 ? "" : "s", r.threads,
+      r.threads == 1 ? "" : "s",
+      requested.instances > 0 && requested.threads > 0
+          ? "--instances, --threads"
+          : absl::StrCat("chosen for ", cpus, " CPU", cpus == 1 ? "" : "s"),
+      FlagText(r, "pacing"),
+      // Tick pacing: no wake-up per call, so the cores stay with Redis.
       r.pacing == Pacing::kTick
-          ? absl::StrCat("a wake-up every ", ShortNs(int64_t{r.tick_us} * 1000),
-                         ", nothing spins")
-          : FlagText(r, "pacing"),
+          ? absl::StrCat(" (a wake-up every ",
+                         ShortNs(int64_t{r.tick_us} * 1000), ")")
+          : "",
       Commas(static_cast<int64_t>(r.offered)),
-      requested.offered > 0 ? " (--offered)" : "",
+      requested.offered > 0 ? "--offered" : "chosen",
       p0 * r.offered / static_cast<double>(r.limit),
-      r.keys == KeyDist::kHot
-          ? "the hot key"
-          : absl::StrFormat("the hottest key (p = %.4f)", p0));
-  return out;
+      r.keys == KeyDist::kHot ? "hot key"
+                              : absl::StrFormat("hottest key (p = %.4f)", p0));
 }
 
 }  // namespace tokenlease::tools

@@ -57,7 +57,7 @@ TEST(FlagsTest, DefaultsAreTheReadmeDemo) {
   EXPECT_EQ(o.local_share, LeaseOptions{}.local_share);
   EXPECT_EQ(absl::Milliseconds(o.charge_delay_ms), LeaseOptions{}.charge_delay);
   EXPECT_EQ(o.cold_key_policy, LeaseOptions{}.cold_key_policy);
-  EXPECT_EQ(o.OfferedRate(), 50000);
+  EXPECT_EQ(o.offered, 50000);
   // The outage in the middle, kept by fail_local.
   EXPECT_TRUE(o.HasOutage());
   EXPECT_EQ(o.outage_at, 8);
@@ -350,16 +350,15 @@ TEST(SizingTest, GivenValuesAreKeptAndResolvingTwiceChangesNothing) {
 
 TEST(SizingTest, TheBannerSaysWhatWasChosenAndWhy) {
   EXPECT_EQ(DescribeChoices(DemoOptions(), Defaults(), 2),
-            "load: 2 instances x 1 thread, chosen for 2 CPUs: one instance "
-            "per CPU left after redis-server's (2 to 4), a thread per spare "
-            "CPU\npacing: a wake-up every 1.00ms, nothing spins; offered "
-            "50,000/s = 5.0 x the limit on the hot key\n");
-  const DemoOptions given =
-      Parsed({"--instances=4", "--threads=2", "--offered=20000"});
-  EXPECT_THAT(DescribeChoices(given, ResolveOptions(given, 2), 2),
-              HasSubstr("load: 4 instances (--instances) x 2 threads "
-                        "(--threads)\npacing: a wake-up every 1.00ms, nothing "
-                        "spins; offered 20,000/s (--offered) = 2.0 x"));
+            "load: 2 instances x 1 thread (chosen for 2 CPUs), tick pacing (a "
+            "wake-up every 1.00ms); offered 50,000/s (chosen) = 5.0 x the "
+            "limit on the hot key\n");
+  const DemoOptions given = Parsed(
+      {"--instances=4", "--threads=2", "--offered=20000", "--pacing=sleep"});
+  EXPECT_EQ(DescribeChoices(given, ResolveOptions(given, 2), 2),
+            "load: 4 instances x 2 threads (--instances, --threads), sleep "
+            "pacing; offered 20,000/s (--offered) = 2.0 x the limit on the "
+            "hot key\n");
 }
 
 }  // namespace

@@ -11,7 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
-#include "demo/format.h"
+#include "demo/report.h"
 #include "demo/workload.h"
 
 namespace tokenlease::tools {
@@ -26,47 +26,26 @@ const char* HealthMark(Health h) {
   return kMarks[static_cast<int>(h) + 1];
 }
 
-// The server's state over window `w` by the schedule: an outage row says so.
-const char* RedisColumn(const DemoOptions& o, int64_t w) {
-  const double len = o.window_ms / 1000.0, from = w * len;
-  if (!o.outage || from + len <= o.outage_at || from >= o.OutageEnd()) {
-    return "up";
-  }
-  return o.outage_kind == OutageKind::kKill ? "KILLED" : "STOPPED";
-}
-
-// The columns of a row; the Redis ones only for the modes that use Redis.
-std::string Columns(const DemoOptions& o, const std::string& t,
-                    const std::string& redis, const std::string& admitted,
-                    const std::string& pct, const std::string& p50,
-                    const std::string& p99, const std::string& commands,
-                    const std::string& per_command) {
-  if (o.mode == Mode::kLocal) {
-    return absl::StrFormat("%6s%12s%9s%8s%9s", t, admitted, pct, p50, p99);
-  }
-  return absl::StrFormat("%6s  %-9s%12s%9s%8s%9s%8s%9s", t, redis, admitted,
-                         pct, p50, p99, commands, per_command);
-}
+// The columns of the header and of every row: time, the server's state by
+// the outage's schedule, the hot key's rate and % of the limit, latency
+// p50 and p99, Redis commands per second and decisions per command.
+constexpr char kColumns[] = "%6s  %-9s%12s%9s%8s%9s%8s%9s";
 
 }  // namespace
 
 std::string LiveHeader(const DemoOptions& o) {
-  std::string legend = absl::StrFormat(
-      "live: a row per %g s window as it closes; admitted = %s over all "
-      "instances, limit = %% of %s/s",
-      o.window_ms / 1000.0,
-      o.keys == KeyDist::kHot ? "the hot key" : "the hottest key",
-      Commas(o.limit));
-  if (o.mode != Mode::kLocal) {
-    absl::StrAppend(&legend,
-                    "\n      redis = the server's state; cmd/s = Redis "
-                    "commands the instances sent; per instance: admitted/s "
-                    "and health (+ healthy, ~ degraded, x down)");
-  }
-  return absl::StrCat(legend, "\n",
-                      Columns(o, "t", "redis", "admitted/s", "limit", "p50",
-                              "p99", "cmd/s", "dec/cmd"),
-                      "  per instance\n");
+  return absl::StrCat(
+      absl::StrFormat(
+          "live: a row per %g s window as it closes; admitted = %s over all "
+          "instances, limit = %% of %s/s\n      redis = the server's state; "
+          "cmd/s = Redis commands the instances sent; per instance: "
+          "admitted/s and health (+ healthy, ~ degraded, x down)\n",
+          o.window_ms / 1000.0,
+          o.keys == KeyDist::kHot ? "the hot key" : "the hottest key",
+          Commas(o.limit)),
+      absl::StrFormat(kColumns, "t", "redis", "admitted/s", "limit", "p50",
+                      "p99", "cmd/s", "dec/cmd"),
+      "  per instance\n");
 }
 
 std::optional<std::string> LiveRow(const DemoOptions& o, int64_t w,
@@ -89,9 +68,14 @@ std::optional<std::string> LiveRow(const DemoOptions& o, int64_t w,
   const double len =
       std::min<double>(WindowNs(o), o.seconds * 1e9 - w * WindowNs(o)) / 1e9;
   const double rate = hot_admitted / len;
-  const std::string row = Columns(
-      o, absl::StrFormat("%.1fs", w * o.window_ms / 1000.0 + len),
-      RedisColumn(o, w), Commas(std::llround(rate)),
+  const double from = w * o.window_ms / 1000.0;
+  const std::string row = absl::StrFormat(
+      kColumns, absl::StrFormat("%.1fs", from + len),
+      o.mode == Mode::kLocal                                            ? "none"
+      : !o.outage || from + len <= o.outage_at || from >= o.OutageEnd() ? "up"
+      : o.outage_kind == OutageKind::kKill ? "KILLED"
+                                           : "STOPPED",
+      Commas(std::llround(rate)),
       absl::StrFormat("%.1f%%", 100 * rate / o.limit),
       lat.empty() ? "-" : ShortNs(Percentile(lat, 0.50)),
       lat.empty() ? "-" : ShortNs(Percentile(lat, 0.99)),

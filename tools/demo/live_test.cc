@@ -65,8 +65,10 @@ TEST(LiveTest, ARowWaitsForEveryInstance) {
   reports[1].windows[0] = Closed(2500, Health::kNone);
   const std::optional<std::string> row = LiveRow(o, 0, reports);
   ASSERT_TRUE(row.has_value());
-  // 5,000 in 0.5 s over both; no Redis columns in local mode.
-  EXPECT_EQ(*row, "  0.5s      10,000   100.0%   200ns   30.0us  5000 5000");
+  // 5,000 in 0.5 s over both; "none": local mode has no Redis.
+  EXPECT_EQ(*row,
+            "  0.5s  none           10,000   100.0%   200ns   30.0us     200"
+            "      250  5000 5000");
 }
 
 // The redis column follows the outage's schedule (8-12 s, 0.5 s windows).

@@ -14,7 +14,6 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
-#include "demo/format.h"
 #include "demo/targets.h"
 #include "demo/workload.h"
 
@@ -140,6 +139,39 @@ std::string Table(const DemoOptions& o, const std::vector<PhaseRow>& rows) {
 }
 
 }  // namespace
+
+int64_t Percentile(const std::vector<int64_t>& sorted, double q) {
+  if (sorted.empty()) return 0;
+  const size_t i = std::min(
+      sorted.size() - 1,
+      static_cast<size_t>(std::ceil(q * static_cast<double>(sorted.size()))) -
+          (q > 0 ? 1 : 0));
+  return sorted[i];
+}
+
+std::string Fmt(double v) { return absl::StrFormat("%.0f", v); }
+
+std::string Commas(int64_t v) {
+  const std::string digits = absl::StrCat(v < 0 ? -v : v);
+  std::string out;
+  for (size_t i = 0; i < digits.size(); ++i) {
+    if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
+    out += digits[i];
+  }
+  return v < 0 ? "-" + out : out;
+}
+
+std::string ShortNs(int64_t ns) {
+  if (ns < 1'000) return absl::StrCat(ns, "ns");
+  // Three significant digits: enough to compare runs, narrow enough for a
+  // column.
+  const bool us = ns < 1'000'000;
+  const double v = ns / (us ? 1e3 : 1e6);
+  return absl::StrFormat(v < 10    ? "%.2f%s"
+                         : v < 100 ? "%.1f%s"
+                                   : "%.0f%s",
+                         v, us ? "us" : "ms");
+}
 
 double Totals::Metric(const std::string& series) const {
   const auto it = metrics.find(series);
@@ -453,13 +485,14 @@ std::string Summary(const DemoOptions& o, const RunRecord& run, const Totals& t,
   for (const InstanceReport& r : run.reports) {
     Counts c;
     for (int64_t w = 0; w < run.windows; ++w) c += r.windows[w].counts;
-    per_instance.push_back(Commas(c.admitted));
+    per_instance.push_back(absl::StrFormat("%s (%d MiB)", Commas(c.admitted),
+                                           r.peak_rss_kb / 1024));
   }
   const double rate = t.all.offered / t.duration_s;
   absl::StrAppendFormat(
       &out,
       "load: offered %s in %.3f s = %s/s (%.1f%% of %s/s); admitted %s "
-      "(%.2f%%), per instance %s\n",
+      "(%.2f%%); per instance admitted (peak RSS) %s\n",
       Commas(t.all.offered), t.duration_s, Commas(std::llround(rate)),
       Pct(rate, o.offered), Commas(std::llround(o.offered)),
       Commas(t.all.admitted), Pct(t.all.admitted, t.all.offered),
@@ -514,20 +547,8 @@ std::string Summary(const DemoOptions& o, const RunRecord& run, const Totals& t,
           m("spare_misses_total"));
     }
   }
-  std::vector<std::string> rss;
-  for (const InstanceReport& r : run.reports) {
-    rss.push_back(absl::StrCat(r.peak_rss_kb / 1024));
-  }
-  absl::StrAppend(&out, "memory: peak RSS per instance ",
-                  absl::StrJoin(rss, " / "), " MiB");
-  if (redis.ok && !redis.mem_per_window.empty()) {
-    absl::StrAppend(&out, "; redis used_memory at most ",
-                    *std::max_element(redis.mem_per_window.begin(),
-                                      redis.mem_per_window.end()),
-                    " bytes");
-  }
-  if (!o.csv.empty()) absl::StrAppend(&out, "\ncsv: ", o.csv);
-  return out + "\n";
+  if (!o.csv.empty()) absl::StrAppend(&out, "csv: ", o.csv, "\n");
+  return out;
 }
 
 }  // namespace tokenlease::tools

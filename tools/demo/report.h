@@ -1,26 +1,18 @@
 // What the demo prints about a run besides the live rows: the banner, the
-// sums over the instances, the per-window CSV, and the summary: a table of
-// the hot key's admissions by outage phase against their bounds
-// ("BOUND EXCEEDED" lines), then one line each for the outage, the load,
-// Redis and (zipf) the per-key figures. Pure but for the file writes.
+// sums over the instances, the per-window CSV, the chart, and the summary: a
+// table of the hot key's admissions by outage phase against their bounds
+// ("BOUND EXCEEDED" lines), then a line each for the outage, the load,
+// Redis and (zipf) the per-key figures. Pure but for WriteFile.
 //
-// The bounds (BoundOf), from docs/design.md ("Accuracy bound") and
-// docs/operations.md ("Failure modes", "After the outage"), with L the
+// The bounds (BoundOf) are docs/design.md's ("Accuracy bound") and
+// docs/operations.md's ("Failure modes", "After the outage"), in L the
 // limit per second, B the burst, t the span's seconds, N the instances,
-// M = 2 x max lease - 1 (max lease = max_lease_fraction x B) what one
-// instance may hold in leases and A = max(1, floor(local_share x B)) what
-// it may admit for a key without a lease (--cold_key_policy=local_share);
-// A and M are 0 outside leased mode. The extra bursts k of an outage: 2
-// with fail_local (the local shares start full; the shared bucket refills
-// meanwhile, or a restarted Redis starts full), 1 with fail_closed after
-// kill -9 without --start_empty, else 0; fail_open has no bound.
-//   before:       L t + B
-//   during:       L t + B + N (A + M) (fail_local), N (A + M) (fail_closed)
-//   after:        L t + B + N (A + M)
-//   whole run:    L t + B + k B (local mode with a window algorithm:
-//                 L x the aligned seconds touched)
-//   busiest 1 s:  L t + B + k B + N M (fail_open: spans clear of the outage)
-//   each key:     L t + B + N (A + M) (zipf)
+// M = 2 x max lease - 1 what one instance may hold in leases, A what it
+// may admit for a key without a lease (cold_key_policy=local_share), both
+// 0 outside leased mode, and k B the extra bursts of an outage
+// (OutageExtraBursts): 2 with fail_local (the local shares start full, and
+// the shared bucket refills meanwhile or restarts full), 1 with
+// fail_closed after kill -9 without --start_empty; fail_open has none.
 #ifndef TOKENLEASE_TOOLS_DEMO_REPORT_H_
 #define TOKENLEASE_TOOLS_DEMO_REPORT_H_
 
@@ -33,10 +25,21 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
+#include "absl/strings/string_view.h"
 #include "demo/flags.h"
 #include "demo/protocol.h"
 
 namespace tokenlease::tools {
+
+// Formatting shared by the live rows and the summary. The value at quantile
+// q in [0, 1] of `sorted` (the ceil(q * n)-th smallest; the smallest for
+// q = 0; 0 if empty); rounded to a whole number ("1235"); with thousands
+// separators ("1,234,567"); a latency for a narrow column ("240ns",
+// "1.49us", "23.9us", "1.24ms").
+int64_t Percentile(const std::vector<int64_t>& sorted, double q);
+std::string Fmt(double v);
+std::string Commas(int64_t v);
+std::string ShortNs(int64_t ns);
 
 // The run as the parent saw it.
 struct RunRecord {
@@ -142,6 +145,24 @@ std::string PerKeySummary(const DemoOptions& o, const Totals& t,
 // The summary, from "== summary" on.
 std::string Summary(const DemoOptions& o, const RunRecord& run, const Totals& t,
                     const RedisFigures& redis);
+
+// The chart (--chart; chart.cc), an SVG document written by a small writer
+// of our own (no dependency): the hot key's admitted rate per window over
+// all instances and per instance, a step per window, against the limit,
+// with the outage shaded, one instance's share during it (fail_local; in
+// local mode all along) and each phase's rate as a note. Elements carry a
+// class so that tests and style sheets can find them: "series global",
+// "series instance" (with a data-name), "rule limit", "rule share", "band
+// outage", "note phase", "x-tick", "y-tick", "legend". x is in seconds
+// from the start (to the end of the last window that ran), y in admissions
+// per second from 0.
+std::string RunChartSvg(const DemoOptions& o, const RunRecord& run,
+                        const Totals& t);
+// Tick values from 0 up to the first at or above `max` (> 0; else 1), in
+// steps of 1, 2 or 5 x 10^k chosen so that there are at most `most` steps.
+std::vector<double> NiceTicks(double max, int most);
+// `text` with &, <, >, " and ' as XML character references.
+std::string XmlEscape(absl::string_view text);
 
 }  // namespace tokenlease::tools
 
