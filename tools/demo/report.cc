@@ -98,11 +98,11 @@ std::string FirstTimes(const RunRecord& run, double from_s, Health state,
 // line per row over its bound.
 std::string Table(const DemoOptions& o, const std::vector<PhaseRow>& rows) {
   std::string out = absl::StrFormat(
-      "%s's admissions (%% of the limit of %s/s, and of their bound):\n"
+      "%s admissions (%% of the limit of %s/s, and of their bound):\n"
       "%-12s %-9s %10s %7s %10s %7s %7s %7s %7s  %s\n",
-      o.keys == KeyDist::kHot ? "the hot key" : "the hottest key (rank 0)",
+      o.keys == KeyDist::kHot ? "the hot key's" : "the hottest key's (rank 0)",
       Commas(o.limit), "phase", "time (s)", "admitted", "% limit", "bound",
-      "% bound", "p50", "p99", "p999", "bound");
+      "% bound", "p50", "p99", "p999", "formula");
   // Seconds to a tenth: a run ends a few microseconds short of its length.
   auto tenths = [](double s) { return std::round(s * 10) / 10; };
   std::string exceeded;
@@ -332,10 +332,11 @@ std::string Banner(const DemoOptions& o, const std::string& choices) {
                                          : "stopped (SIGSTOP, then SIGCONT)",
       o.outage_at, o.OutageEnd(), FailureModeName(o.failure_mode),
       o.failure_mode == FailureMode::kFailLocal
-          ? absl::StrCat(" (each instance enforces limit / ",
-                         o.discover_instances ? "the instances counted"
-                                              : "--fallback_instances",
-                         " alone)")
+          ? absl::StrCat(" (each instance enforces limit / N alone, N ",
+                         o.discover_instances
+                             ? "counted in Redis"
+                             : absl::StrCat("= ", o.FallbackInstances()),
+                         ")")
           : "",
       o.mode == Mode::kLeased
           ? absl::StrCat(", outage_usage=", FlagText(o, "outage_usage"))

@@ -98,7 +98,7 @@ TEST(PhasesTest, FailLocalRowsAndBounds) {
   EXPECT_THAT(s, HasSubstr("the hot key's admissions (% of the limit of "
                            "10,000/s, and of their bound):\nphase        time "
                            "(s)    admitted % limit      bound % bound     "
-                           "p50     p99    p999  bound\n"));
+                           "p50     p99    p999  formula\n"));
   EXPECT_THAT(s, HasSubstr("\nduring       8-12          40,000  100.0%     "
                            "41,898   95.5%   400ns   400ns   400ns  L t + B + "
                            "N (A + M)\n"));
@@ -453,8 +453,8 @@ TEST(ReportTest, TheBannerNamesTheScenarioTheLimitAndTheOutage) {
                            "250)"));
   EXPECT_THAT(b, HasSubstr("\noutage: redis-server stopped (SIGSTOP, then "
                            "SIGCONT) from 8 s to 12 s; failure_mode=fail_local "
-                           "(each instance enforces limit / the instances "
-                           "counted alone), outage_usage=charge\n"));
+                           "(each instance enforces limit / N alone, N "
+                           "counted in Redis), outage_usage=charge\n"));
   DemoOptions direct = Options();
   direct.mode = Mode::kDirect;
   EXPECT_THAT(Banner(direct), Not(HasSubstr("outage_usage")));
