@@ -8,10 +8,10 @@
 # share one hot key limited to 10,000/s (burst 1,000) in leased mode,
 # offered 5x that, for 20 s; from 8 s to 12 s the server is stopped
 # (SIGSTOP) and each instance enforces its share of the limit alone
-# (fail_local) until leasing resumes. A live view twice a second (on a
-# terminal with a progress bar and the instances' health), then a summary
-# per phase (before, during, after the outage) with its bounds, a CSV and
-# an SVG chart of admitted per second against the limit (paths printed;
+# (fail_local) until leasing resumes. A live view twice a second (the
+# instances' rates and health), then a summary per phase (before, during,
+# after the outage) with its bounds, a CSV and an SVG chart of admitted
+# per second against the limit (paths printed;
 # $TMPDIR or /tmp). Arguments are passed on: --scenario=zipf (100,000 keys,
 # a limit per key), --outage=false, --failure_mode=fail_closed or
 # fail_open, --mode=direct or --mode=local, --seconds=60, ...;

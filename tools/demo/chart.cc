@@ -1,10 +1,7 @@
-// The run's SVG chart (chart.h).
-#include "demo/chart.h"
-
+// The run's SVG chart (report.h, RunChartSvg).
 #include <algorithm>
-#include <cerrno>
+#include <array>
 #include <cmath>
-#include <cstdio>
 #include <string>
 #include <utility>
 #include <vector>
@@ -13,13 +10,13 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
-#include "demo/format.h"
+#include "demo/report.h"
 
 namespace tokenlease::tools {
 namespace {
 
 constexpr int kWidth = 1000, kHeight = 580;
-// The plot's margins: the y tick labels, the title and two subtitle lines,
+// The plot's margins: the y tick labels, the title and the subtitle's lines,
 // the x tick labels and label; then a 20 px row per legend row.
 constexpr double kLeft = 78, kRight = 976, kTop = 80, kBelow = 58;
 constexpr double kCharWidth = 6.6;  // 12 px sans-serif, roughly
@@ -29,8 +26,8 @@ constexpr const char* kInstanceColors[] = {"#e6862e", "#2e9e4f", "#9a5bbd",
                                            "#17becf", "#b8860b", "#8c564b",
                                            "#e377c2", "#7f7f7f"};
 
-// A line: a step series (dash "") or a horizontal rule from points[0] to
-// points[1]; or the outage band (box) over points[0].first to [1].first.
+// A step series (dash ""), a horizontal rule from points[0] to points[1]
+// (dash set), or the outage band (box) over points[0].first to [1].first.
 struct Item {
   std::string name, color, css, dash;
   double width = 1.5, opacity = 1;
@@ -38,15 +35,15 @@ struct Item {
   bool box = false;
 };
 
+Item Rule(std::string name, const char* css, const char* color,
+          const char* dash, double width, double from, double to, double y) {
+  return {std::move(name), color, css, dash, width, 1, {{from, y}, {to, y}}};
+}
+
 // Whole numbers with thousands separators, else %g.
 std::string TickLabel(double v) {
   return std::fabs(v - std::round(v)) < 1e-9 ? Commas(std::llround(v))
                                              : absl::StrFormat("%g", v);
-}
-
-// A <text> element: `attributes` as written, then the escaped text.
-std::string Text(absl::string_view attributes, absl::string_view text) {
-  return absl::StrCat("<text ", attributes, ">", XmlEscape(text), "</text>\n");
 }
 
 // The items in the legend's order: the lines (all instances, then each:
@@ -70,62 +67,42 @@ std::vector<Item> Items(const DemoOptions& o, const RunRecord& run,
               {}};
     for (int64_t w = 0; w < run.windows && w * len < end_s; ++w) {
       const double to = std::min((w + 1) * len, end_s);
-      const double rate = (all ? t.windows[w] : run.reports[i - 1].windows[w])
-                              .counts.hot_admitted /
-                          (to - w * len);
+      const Window& x = all ? t.windows[w] : run.reports[i - 1].windows[w];
+      const double rate = x.counts.hot_admitted / (to - w * len);
       line.points.insert(line.points.end(), {{w * len, rate}, {to, rate}});
     }
     items.push_back(std::move(line));
   }
-  const double limit = o.limit;
-  items.push_back({absl::StrCat("limit ", Commas(o.limit), "/s"),
-                   "#d62728",
-                   "limit",
-                   "8 5",
-                   2,
-                   1,
-                   {{0, limit}, {x_max, limit}}});
-  const double to = std::min(o.OutageEnd(), x_max);
+  items.push_back(Rule(absl::StrCat("limit ", Commas(o.limit), "/s"), "limit",
+                       "#d62728", "8 5", 2, 0, x_max, o.limit));
   const double share = o.limit / o.FallbackInstances();
   if (o.mode == Mode::kLocal) {
     items.push_back(
-        {absl::StrCat("one instance's limit: limit / ", o.instances),
-         "#555555",
-         "share",
-         "3 3",
-         1.5,
-         1,
-         {{0, share}, {x_max, share}}});
+        Rule(absl::StrCat("one instance's limit: limit / ", o.instances),
+             "share", "#555555", "3 3", 1.5, 0, x_max, share));
   }
   if (!o.HasOutage() || o.outage_at >= x_max) return items;
+  const double to = std::min(o.OutageEnd(), x_max);
   if (o.failure_mode == FailureMode::kFailLocal) {
     items.push_back(
-        {absl::StrCat("one instance's share while Redis is away: limit / ",
-                      o.FallbackInstances()),
-         "#555555",
-         "share",
-         "3 3",
-         1.5,
-         1,
-         {{o.outage_at, share}, {to, share}}});
+        Rule(absl::StrCat("one instance's share while Redis is away: limit / ",
+                          o.FallbackInstances()),
+             "share", "#555555", "3 3", 1.5, o.outage_at, to, share));
   }
-  items.push_back(
-      {absl::StrCat("redis-server ",
-                    o.outage_kind == OutageKind::kKill ? "killed (kill -9)"
-                                                       : "stopped (SIGSTOP)",
-                    ": ", FailureModeName(o.failure_mode)),
-       "#f4a259",
-       "outage",
-       "",
-       0,
-       0.28,
-       {{o.outage_at, 0}, {to, 0}},
-       true});
+  Item band = Rule(
+      absl::StrCat("redis-server ",
+                   o.outage_kind == OutageKind::kKill ? "killed (kill -9)"
+                                                      : "stopped (SIGSTOP)",
+                   ": ", FailureModeName(o.failure_mode)),
+      "outage", "#f4a259", "", 0, o.outage_at, to, 0);
+  band.opacity = 0.28;
+  band.box = true;
+  items.push_back(std::move(band));
   return items;
 }
 
-// The title, and the subtitle's two lines: what is drawn, then the verdict.
-std::vector<std::string> Titles(const DemoOptions& o, const PhaseRow& whole) {
+// The title, and the subtitle's lines: what is drawn, and the verdict.
+std::array<std::string, 3> Titles(const DemoOptions& o, const PhaseRow& whole) {
   std::string title = absl::StrFormat(
       "tokenlease: %d instance%s share %s", o.instances,
       o.instances == 1 ? "" : "s",
@@ -133,36 +110,30 @@ std::vector<std::string> Titles(const DemoOptions& o, const PhaseRow& whole) {
           ? absl::StrCat("one limit of ", Commas(o.limit), "/s")
           : absl::StrCat("limits of ", Commas(o.limit), "/s on ",
                          Commas(o.zipf_keys), " keys"));
-  std::string verdict;
+  std::string sub = absl::StrFormat(
+      "%s's admitted rate per %g s window, over all instances and each",
+      o.keys == KeyDist::kHot ? "the hot key" : "the hottest key",
+      o.window_ms / 1000.0);
   if (o.HasOutage()) {
     absl::StrAppendFormat(
         &title, "; Redis %s from %g s to %g s",
         o.outage_kind == OutageKind::kKill ? "killed" : "stopped", o.outage_at,
         o.OutageEnd());
-    verdict =
-        absl::StrCat(FailureModeName(o.failure_mode), " while Redis is away");
-    if (o.failure_mode == FailureMode::kFailLocal) {
-      absl::StrAppend(&verdict, " (each instance enforces limit / ",
-                      o.FallbackInstances(), ")");
-    }
-    verdict += "; ";
+    absl::StrAppend(&sub, "; ", FailureModeName(o.failure_mode),
+                    " while Redis is away",
+                    o.failure_mode == FailureMode::kFailLocal
+                        ? absl::StrCat(" (each instance enforces limit / ",
+                                       o.FallbackInstances(), ")")
+                        : "");
   }
-  absl::StrAppendFormat(&verdict, "whole run: %.1f%% of the limit",
-                        100.0 * whole.Rate() / o.limit);
-  if (whole.checked) {
+  std::string verdict = absl::StrFormat("whole run: %.1f%% of the limit",
+                                        100.0 * whole.Rate() / o.limit);
+  if (whole.bound.value >= 0) {
     absl::StrAppend(&verdict,
-                    whole.hot_admitted <= whole.bound ? ", within its bound ("
-                                                      : ", OVER its bound (",
-                    whole.formula.substr(0, whole.formula.find(" = ")), ")");
+                    whole.admitted <= whole.bound.value ? ", within" : ", OVER",
+                    " its bound (", whole.bound.formula, ")");
   }
-  return {title,
-          absl::StrFormat(
-              "%s's admitted rate per %g s window, over all instances and "
-              "each; %s mode, burst %s, offered %s/s",
-              o.keys == KeyDist::kHot ? "the hot key" : "the hottest key",
-              o.window_ms / 1000.0, ModeName(o.mode), Commas(o.burst),
-              Commas(static_cast<int64_t>(o.offered))),
-          verdict};
+  return {title, sub, verdict};
 }
 
 }  // namespace
@@ -193,7 +164,12 @@ std::string XmlEscape(absl::string_view text) {
 
 std::string RunChartSvg(const DemoOptions& o, const RunRecord& run,
                         const Totals& t) {
-  const std::vector<PhaseRow> rows = PhaseRows(o, run, t);
+  // The outage's phases, then the whole run (and the busiest second).
+  const std::vector<PhaseRow> rows = PhaseRows(o, t);
+  const size_t phases =
+      std::find_if(rows.begin(), rows.end(),
+                   [](const PhaseRow& r) { return r.name == "whole run"; }) -
+      rows.begin();
   // An interrupted run ends at the interruption.
   double end_s = o.seconds;
   if (run.interrupted_ns > run.start_ns) {
@@ -223,25 +199,25 @@ std::string RunChartSvg(const DemoOptions& o, const RunRecord& run,
   auto Y = [&](double y) {
     return bottom - y / y_ticks.back() * (bottom - kTop);
   };
+  // A <text> element at (x, y), `more` its other attributes.
+  auto text = [](absl::string_view more, double x, double y,
+                 absl::string_view body) {
+    return absl::StrFormat("<text %s x=\"%.1f\" y=\"%.1f\">%s</text>\n", more,
+                           x, y, XmlEscape(body));
+  };
 
-  const std::vector<std::string> titles = Titles(o, rows.back());
+  const auto [title, subtitle, verdict] = Titles(o, rows[phases]);
   std::string out = absl::StrFormat(
       "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<svg xmlns=\"http://"
       "www.w3.org/2000/svg\" version=\"1.1\" width=\"%d\" height=\"%d\" "
       "viewBox=\"0 0 %d %d\" font-family=\"DejaVu Sans, Helvetica, Arial, "
       "sans-serif\" font-size=\"12\">\n<title>%s</title>\n<rect "
       "class=\"background\" width=\"100%%\" height=\"100%%\" fill=\"#fff\"/>\n",
-      kWidth, kHeight, kWidth, kHeight, XmlEscape(titles[0]));
-  out += Text(
-      "class=\"title\" x=\"78\" y=\"24\" font-size=\"16\" "
-      "font-weight=\"bold\"",
-      titles[0]);
-  for (int i = 1; i <= 2; ++i) {
-    out += Text(absl::StrFormat("class=\"subtitle\" x=\"78\" y=\"%d\" "
-                                "fill=\"#555\"",
-                                26 + 16 * i),
-                titles[i]);
-  }
+      kWidth, kHeight, kWidth, kHeight, XmlEscape(title));
+  out += text("class=\"title\" font-size=\"16\" font-weight=\"bold\"", kLeft,
+              24, title);
+  out += text("class=\"subtitle\" fill=\"#555\"", kLeft, 42, subtitle);
+  out += text("class=\"subtitle\" fill=\"#555\"", kLeft, 58, verdict);
   // Under the lines: the band, the grid and the axes.
   for (const Item& b : items) {
     if (!b.box) continue;
@@ -251,10 +227,6 @@ std::string RunChartSvg(const DemoOptions& o, const RunRecord& run,
         "<rect class=\"band outage\" x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" "
         "height=\"%.1f\" fill=\"%s\" fill-opacity=\"%g\"/>\n",
         x0, kTop, x1 - x0, bottom - kTop, b.color, b.opacity);
-    out += Text(absl::StrFormat("class=\"band-label\" x=\"%.1f\" y=\"%.1f\" "
-                                "text-anchor=\"middle\" fill=\"#7a4100\"",
-                                (x0 + x1) / 2, kTop + 16),
-                b.name);
   }
   out += "<g class=\"axes\" fill=\"#333\">\n";
   for (double y : y_ticks) {
@@ -262,16 +234,12 @@ std::string RunChartSvg(const DemoOptions& o, const RunRecord& run,
                           "<line class=\"grid\" x1=\"%.1f\" y1=\"%.1f\" "
                           "x2=\"%.1f\" y2=\"%.1f\" stroke=\"#e3e3e3\"/>\n",
                           kLeft, Y(y), kRight, Y(y));
-    out += Text(absl::StrFormat("class=\"y-tick\" x=\"%.1f\" y=\"%.1f\" "
-                                "text-anchor=\"end\"",
-                                kLeft - 8, Y(y) + 4),
+    out += text("class=\"y-tick\" text-anchor=\"end\"", kLeft - 8, Y(y) + 4,
                 TickLabel(y));
   }
   for (double x : NiceTicks(x_max, 12)) {
     if (x > x_max + 1e-9) break;
-    out += Text(absl::StrFormat("class=\"x-tick\" x=\"%.1f\" y=\"%.1f\" "
-                                "text-anchor=\"middle\"",
-                                X(x), bottom + 18),
+    out += text("class=\"x-tick\" text-anchor=\"middle\"", X(x), bottom + 18,
                 TickLabel(x));
   }
   const double mid = (kTop + bottom) / 2;
@@ -279,22 +247,30 @@ std::string RunChartSvg(const DemoOptions& o, const RunRecord& run,
                         "<path class=\"axis\" fill=\"none\" stroke=\"#333\" "
                         "d=\"M%.1f %.1fV%.1fH%.1f\"/>\n",
                         kLeft, kTop, bottom, kRight);
-  out += Text(absl::StrFormat("class=\"x-label\" x=\"%.1f\" y=\"%.1f\" "
-                              "text-anchor=\"middle\"",
-                              (kLeft + kRight) / 2, bottom + 38),
+  out += text("class=\"x-label\" text-anchor=\"middle\"", (kLeft + kRight) / 2,
+              bottom + 38,
               absl::StrFormat("seconds since the start (windows of %g s)",
                               o.window_ms / 1000.0));
-  out += Text(absl::StrFormat("class=\"y-label\" x=\"18\" y=\"%.1f\" "
-                              "text-anchor=\"middle\" transform=\"rotate(-90 "
-                              "18 %.1f)\"",
-                              mid, mid),
-              o.keys == KeyDist::kHot ? "admitted per second"
-                                      : "admitted per second (rank 0)");
+  out += text(absl::StrFormat("class=\"y-label\" text-anchor=\"middle\" "
+                              "transform=\"rotate(-90 18 %.1f)\"",
+                              mid),
+              18, mid, "admitted per second");
   out += "</g>\n";
-  // The lines, then the rules over them (a line on the limit must not hide
-  // it).
+  // The lines, then the rules over them (Items puts them in that order: a
+  // line on the limit must not hide it).
   for (const Item& it : items) {
-    if (it.box || !it.dash.empty()) continue;
+    if (it.box) continue;
+    if (!it.dash.empty()) {
+      absl::StrAppendFormat(
+          &out,
+          "<line class=\"rule %s\" x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" "
+          "y2=\"%.1f\" stroke=\"%s\" stroke-width=\"%g\" "
+          "stroke-dasharray=\"%s\"/>\n",
+          it.css, X(it.points[0].first), Y(it.points[0].second),
+          X(it.points[1].first), Y(it.points[1].second), it.color, it.width,
+          it.dash);
+      continue;
+    }
     std::vector<std::string> xy;
     for (const auto& [x, y] : it.points) {
       xy.push_back(absl::StrFormat("%.1f,%.1f", X(x), Y(y)));
@@ -307,32 +283,14 @@ std::string RunChartSvg(const DemoOptions& o, const RunRecord& run,
         it.css, XmlEscape(it.name), absl::StrJoin(xy, " "), it.color, it.width,
         it.opacity);
   }
-  for (const Item& it : items) {
-    if (it.dash.empty()) continue;
-    absl::StrAppendFormat(
-        &out,
-        "<line class=\"rule %s\" x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" "
-        "y2=\"%.1f\" stroke=\"%s\" stroke-width=\"%g\" "
-        "stroke-dasharray=\"%s\"/>\n",
-        it.css, X(it.points[0].first), Y(it.points[0].second),
-        X(it.points[1].first), Y(it.points[1].second), it.color, it.width,
-        it.dash);
-  }
-  // Each outage phase's rate over it; in alternate rows when a phase is
-  // too narrow (a fifth of the run) for its note beside its neighbours'.
-  bool narrow = false;
-  for (size_t i = 0; i + 1 < rows.size(); ++i) {
-    narrow |= rows[i].Seconds() < 0.2 * o.seconds;
-  }
-  for (size_t i = 0; i + 1 < rows.size(); ++i) {
-    const PhaseRow& r = rows[i];
-    out += Text(absl::StrFormat("class=\"note phase\" x=\"%.1f\" y=\"%.1f\" "
-                                "text-anchor=\"middle\"",
-                                X((r.from_s + r.to_s) / 2),
-                                kTop + 16 * (narrow ? 2 + i % 2 : 2)),
-                absl::StrFormat("%s: %.1f%% of the limit",
-                                r.name.substr(0, r.name.find_first_of(" :")),
-                                100.0 * r.Rate() / o.limit));
+  // Each outage phase's rate over it, in alternate rows (a short phase's
+  // note would run into its neighbours').
+  for (size_t i = 0; i < phases; ++i) {
+    out +=
+        text("class=\"note phase\" text-anchor=\"middle\"",
+             X((rows[i].from_s + rows[i].to_s) / 2), kTop + 32 + 16 * (i % 2),
+             absl::StrFormat("%s: %.1f%% of the limit", rows[i].name,
+                             100.0 * rows[i].Rate() / o.limit));
   }
   out += "<g class=\"legend\" fill=\"#333\">\n";
   for (size_t row = 0; row < legend.size(); ++row) {
@@ -348,29 +306,11 @@ std::string RunChartSvg(const DemoOptions& o, const RunRecord& run,
                     "stroke-dasharray=\"%s\"/>\n",
           x, it->box ? y - 6 : y, it->color, it->opacity,
           it->dash.empty() ? "none" : "4 3");
-      out += Text(absl::StrFormat("x=\"%.1f\" y=\"%.1f\"", x + 22, y + 4),
-                  it->name);
+      out += text("", x + 22, y + 4, it->name);
       x += 40 + kCharWidth * it->name.size();
     }
   }
   return out + "</g>\n</svg>\n";
-}
-
-absl::Status WriteChart(const DemoOptions& o, const RunRecord& run,
-                        const Totals& t) {
-  const std::string svg = RunChartSvg(o, run, t);
-  auto error = [&](int err) {
-    return absl::ErrnoToStatus(
-        err, absl::StrCat("cannot write the chart to ", o.chart,
-                          " (--chart=PATH to choose another file, --chart= "
-                          "for none)"));
-  };
-  std::FILE* f = std::fopen(o.chart.c_str(), "w");
-  if (f == nullptr) return error(errno);
-  const bool wrote = std::fwrite(svg.data(), 1, svg.size(), f) == svg.size();
-  const int write_errno = errno;
-  if (std::fclose(f) != 0) return error(errno);
-  return wrote ? absl::OkStatus() : error(write_errno);
 }
 
 }  // namespace tokenlease::tools

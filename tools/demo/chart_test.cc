@@ -1,8 +1,6 @@
 // The run's chart, read back with libxml2 (svg_test.h): the document is
 // well-formed SVG, and the lines, the limit, the share and the shaded
 // outage are where the run puts them on the axes' ticks.
-#include "demo/chart.h"
-
 #include <algorithm>
 #include <cmath>
 #include <ostream>
@@ -12,20 +10,21 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
-#include "demo/svg_test.h"
+#include "demo/report.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "testing/svg_check.h"
 
 namespace tokenlease::tools {
 namespace {
 
 using ::testing::ElementsAre;
 using ::testing::ElementsAreArray;
-using testing::Find;
 using ::testing::HasSubstr;
-using testing::ParseSvg;
-using testing::Position;
-using testing::SvgElement;
+using ::tokenlease::testing::Find;
+using ::tokenlease::testing::ParseSvg;
+using ::tokenlease::testing::Position;
+using ::tokenlease::testing::SvgElement;
 
 constexpr int64_t kStart = 1'000'000'000;
 
@@ -146,12 +145,11 @@ TEST(ChartTest, TheLimitTheShareAndTheOutage) {
   EXPECT_EQ(notes[1]->text, "during: 0.0% of the limit");  // no phase counts
   EXPECT_NEAR(notes[1]->Num("x"), Position(svg, "x", 1), 0.2);
   EXPECT_THAT(Texts(Find(svg, "text", "subtitle")),
-              ElementsAre(HasSubstr("the hot key's admitted rate per 0.5 s "
-                                    "window"),
-                          HasSubstr("fail_local while Redis is away (each "
-                                    "instance enforces limit / 2); whole run: "
-                                    "102.1% of the limit, within its bound "
-                                    "(burst + limit x time + 2 x burst)")));
+              ElementsAre("the hot key's admitted rate per 0.5 s window, over "
+                          "all instances and each; fail_local while Redis is "
+                          "away (each instance enforces limit / 2)",
+                          "whole run: 102.1% of the limit, within its bound "
+                          "(L t + B + 2 B)"));
   std::vector<std::string> legend;
   for (const SvgElement* t : Find(svg, "text")) {
     if (t->group == "legend") legend.push_back(t->text);

@@ -16,6 +16,7 @@
 #include <cerrno>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <ctime>
 #include <memory>
 #include <optional>
@@ -27,10 +28,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "demo/chart.h"
 #include "demo/flags.h"
-#include "demo/format.h"
-#include "demo/instance.h"
 #include "demo/live.h"
 #include "demo/protocol.h"
 #include "demo/report.h"
@@ -55,7 +53,25 @@ constexpr int64_t kStopTimeoutNs = 30'000'000'000;
 
 std::atomic<int> g_sigints{0}, g_sigterms{0};
 
+// What the parent knows about the outage now.
+enum class OutageNow { kNone, kBefore, kOn, kOver };
+
+// Prints a line of the live view at once.
+void Print(const std::string& text) {
+  std::fputs(text.c_str(), stdout);
+  std::fflush(stdout);
+}
+
 bool Interrupted() { return g_sigints > 0 || g_sigterms > 0; }
+
+// How busy the machine was, printed beside the run (a shared machine's
+// other load shows in every figure).
+std::string LoadAverage() {
+  double l[3];
+  return getloadavg(l, 3) == 3
+             ? absl::StrFormat("%.2f %.2f %.2f", l[0], l[1], l[2])
+             : "?";
+}
 
 // The run's Redis: the private server (none with --url) and the parent's
 // own connection to it (none in local mode).
@@ -131,11 +147,10 @@ class Parent {
         redis_(redis),
         outage_(o.outage && redis.server != nullptr ? OutageNow::kBefore
                                                     : OutageNow::kNone),
-        live_(o, LiveView::StdoutIsTerminal()) {
+        live_(o) {
     run_.windows = NumWindows(o);
     figures_.ok = redis.client.has_value();
     figures_.mem_per_window.assign(run_.windows, -1);
-    figures_.mem_before = redis_.Info("memory", "used_memory");
     cpu_before_ = support::ServerCpuUsec(redis_.Info("cpu"));
   }
 
@@ -173,7 +188,7 @@ class Parent {
       }
       if (!PollSockets()) return Fail("");
       if (o_.live && run_.interrupted_ns == 0 && run_.start_ns != 0) {
-        live_.Update(run_.reports, outage_, SteadyNs());
+        Print(live_.NewRows(run_.reports, run_.start_ns));
       }
     }
     return Finish();
@@ -226,11 +241,11 @@ class Parent {
     }
     if (g_sigints == 0 || run_.interrupted_ns != 0) return std::nullopt;
     run_.interrupted_ns = SteadyNs();
-    live_.Note(run_.interrupted_ns < run_.start_ns  // the start time was sent
-                   ? "\ninterrupted before the start: stopping the instances"
-                   : absl::StrFormat(
-                         "\ninterrupted at t=%.1f s: stopping the instances",
-                         (run_.interrupted_ns - run_.start_ns) / 1e9));
+    Print(run_.interrupted_ns < run_.start_ns  // the start time was sent
+              ? "\ninterrupted before the start: stopping the instances\n"
+              : absl::StrFormat(
+                    "\ninterrupted at t=%.1f s: stopping the instances\n",
+                    (run_.interrupted_ns - run_.start_ns) / 1e9));
     for (Child& c : children_) shutdown(c.fd, SHUT_WR);
     end_deadline_ =
         std::min(end_deadline_, run_.interrupted_ns + kStopTimeoutNs);
@@ -249,7 +264,7 @@ class Parent {
     for (const Child& c : children_) {
       WriteAll(c.fd, absl::StrCat(run_.start_ns, "\n"));
     }
-    if (o_.live) live_.Start(run_.start_ns);
+    if (o_.live) Print(LiveHeader(o_));
   }
 
   // Takes the private redis-server away at --outage_at into the run
@@ -269,15 +284,15 @@ class Parent {
       }
       outage_ = OutageNow::kOn;
       note = absl::StrFormat(
-          "  # %.2fs redis-server %s: %s decides until it is back", t,
+          "  # %.2fs redis-server %s: %s decides until it is back\n", t,
           kill9 ? "killed (kill -9)" : "stopped (SIGSTOP)",
           FailureModeName(o_.failure_mode));
     } else if (outage_ == OutageNow::kOn && t >= o_.OutageEnd()) {
       EndOutage();
-      note = absl::StrFormat("  # %.2fs redis-server %s", t,
+      note = absl::StrFormat("  # %.2fs redis-server %s\n", t,
                              kill9 ? "restarted, empty" : "resumed (SIGCONT)");
     }
-    if (o_.live && !note.empty()) live_.Note(note);
+    if (o_.live) Print(note);
   }
 
   void EndOutage() {
@@ -342,7 +357,6 @@ class Parent {
 
   // Reaps the instances, then the CSV, the chart and the summary.
   int Finish() {
-    live_.Finish();
     EndOutage();
     for (Child& c : children_) {
       if (const int status = Reap(c); status != 0) {
@@ -378,32 +392,24 @@ class Parent {
       if (cpu_before_ >= 0 && cpu >= cpu_before_) {
         figures_.cpu_usec = cpu - cpu_before_;
       }
-      figures_.commands_processed =
-          redis_.Info("stats", "total_commands_processed");
-      figures_.mem_end = redis_.Info("memory", "used_memory");
-      absl::StatusOr<internal::RedisReply> keys =
-          redis_.client->Run({"DBSIZE"});
-      figures_.dbsize = keys.ok() && !keys->is_error() ? keys->integer : -1;
     }
     const Totals totals = Aggregate(run_);
-    absl::Status s = o_.csv.empty() ? absl::OkStatus()
-                                    : WriteCsv(o_, run_, totals, figures_);
-    if (!s.ok()) std::fprintf(stderr, "%s\n", s.ToString().c_str());
-    std::string chart;
-    s = o_.chart.empty() ? absl::OkStatus() : WriteChart(o_, run_, totals);
-    if (!s.ok()) {
-      std::fprintf(stderr, "tokenlease demo: %s\n",
-                   std::string(s.message()).c_str());
-    } else if (!o_.chart.empty()) {
-      chart = absl::StrCat(
-          "chart: ", o_.chart, " (SVG, open it in a browser: ",
-          o_.keys == KeyDist::kHot ? "the hot key's" : "the hottest key's",
-          " admitted rate per window, all instances and each, against the "
-          "limit",
-          o_.HasOutage() ? ", the outage shaded" : "", ")\n");
+    const absl::Status csv =
+        o_.csv.empty()
+            ? absl::OkStatus()
+            : WriteFile(o_.csv, CsvText(o_, run_, totals, figures_), "csv");
+    const absl::Status chart =
+        o_.chart.empty()
+            ? absl::OkStatus()
+            : WriteFile(o_.chart, RunChartSvg(o_, run_, totals), "chart");
+    for (const absl::Status& s : {csv, chart}) {
+      if (!s.ok())
+        std::fprintf(stderr, "tokenlease demo: %s\n", s.ToString().c_str());
     }
-    std::printf("%s%s", Summary(o_, run_, totals, figures_).c_str(),
-                chart.c_str());
+    std::printf("%s", Summary(o_, run_, totals, figures_).c_str());
+    if (!o_.chart.empty() && chart.ok()) {
+      std::printf("chart: %s (SVG, open it in a browser)\n", o_.chart.c_str());
+    }
     return 0;
   }
 

@@ -1,18 +1,23 @@
 // `tokenlease demo`, the live multi-instance demo. The parent (demo.cc)
-// parses the flags (flags.h, one table), starts a private redis-server
-// (support/redis_server.h) unless --url, re-runs this binary as instance
-// processes (instance.h: load threads deciding through targets.h, the one
-// file that calls the limiters), reads their lines (protocol.h), drives the
-// outage, prints the live rows (live.h), and at the end the summary with
-// its bounds (report.h, bounds.cc), the CSV and the SVG chart (chart.h);
-// workload.h is the load both sides compute from the same options.
+// parses the flags (flags.h, one table whose rows also give --help and the
+// ranges), starts a private redis-server (support/redis_server.h) unless
+// --url, re-runs this binary as instance processes (instance.cc: load
+// threads deciding through targets.h, the one file that calls the
+// limiters), reads their lines (protocol.h: counts, samples, health
+// transitions and the limiters' own Prometheus counters), drives the
+// outage, prints the live rows (live.h), and at the end the summary
+// (report.h: one table of the phases against their bounds, computed by
+// one function), the CSV and the SVG chart (chart.cc); workload.h is the
+// load both sides compute from the same options.
 //
-// What stays large, and why: the summary (report.cc, bounds.cc) prints
-// each bound as its formula with the run's numbers and the outage as the
-// instances lived it, because the demo's point is that the limit held and
-// by how much, checked, not asserted; the flags' help text (flags.cc) is
-// the demo's documentation of every option it passes to the library; the
-// chart is written by hand (no SVG dependency for writing).
+// What stays large, and why (about 3.6k lines in all): the instance side
+// (instance.cc, workload.cc, targets.cc, protocol.cc, about 1.2k) paces the
+// load with no system call or allocation per decision and counts per
+// window, per outage phase and per key, which the library does not (its
+// counters are per limiter, and the demo reads those); the flag table
+// (flags.cc) has a row for each of the ~40 flags the README, the scripts
+// and docs/benchmarks.md use; the chart is written by hand (no SVG
+// dependency for writing).
 #ifndef TOKENLEASE_TOOLS_DEMO_DEMO_H_
 #define TOKENLEASE_TOOLS_DEMO_DEMO_H_
 
@@ -24,6 +29,13 @@ namespace tokenlease::tools {
 // instance failed, 2 on invalid flags or flag values, 130 on a second
 // Ctrl-C.
 int RunDemo(int argc, char** argv);
+
+// An instance process (instance.cc): builds its target (targets.h), waits
+// for the parent's start time, runs --threads paced load threads and a
+// monitor that reports each window as it closes, then sends its results
+// (protocol.h) over its socket (o.fd). Returns 0 when it sent them, else 1.
+struct DemoOptions;
+int RunInstance(const DemoOptions& o);
 
 }  // namespace tokenlease::tools
 

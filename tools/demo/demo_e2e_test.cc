@@ -24,21 +24,22 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
-#include "demo/svg_test.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "support/redis_server.h"
+#include "testing/svg_check.h"
 
 namespace tokenlease::tools {
 namespace {
 
-using testing::Find;
 using ::testing::HasSubstr;
 using ::testing::Not;
-using testing::ParseSvg;
-using testing::Position;
-using testing::SvgElement;
+using ::tokenlease::testing::Find;
+using ::tokenlease::testing::ParseSvg;
+using ::tokenlease::testing::Position;
+using ::tokenlease::testing::SvgElement;
 
 // The run: 5 s, 2,000/s (burst 200), windows of 250 ms, Redis stopped
 // from 1.5 s to 3 s. The load is sized by the machine, as by default.
@@ -175,18 +176,28 @@ TEST_F(DemoEndToEndTest, AShortRunWithAnOutageHoldsTheLimit) {
   EXPECT_THAT(out, HasSubstr(" -> down ("));
   EXPECT_THAT(out, Not(HasSubstr("\x1b[")));
 
-  // The summary: every phase, each within its bound.
+  // The summary: every phase and the busiest second, each within its
+  // bound (the table's admitted and bound columns).
   EXPECT_THAT(out, HasSubstr("== summary (leased, hot, outage 1.5-3 s, "
                              "fail_local) =="));
-  for (const char* phase :
-       {"before the outage", "during: STOPPED", "after", "whole run"}) {
-    const size_t at = out.find(absl::StrCat("\n  ", phase, ": "));
+  for (const std::string phase :
+       {"before", "during", "after", "whole run", "busiest 1 s"}) {
+    const size_t at = out.find(absl::StrCat("\n", phase, " "));
     ASSERT_NE(at, std::string::npos) << phase;
-    const std::string line =
-        out.substr(at + 1, out.find('\n', at + 1) - at - 1);
-    EXPECT_THAT(line, HasSubstr("(within, ")) << line;
+    const size_t from = at + 1 + phase.size();
+    const std::vector<std::string> f = absl::StrSplit(
+        out.substr(from, out.find('\n', from) - from), ' ', absl::SkipEmpty());
+    ASSERT_GE(f.size(), 4u) << phase;  // time, admitted, % limit, bound
+    int64_t admitted = 0, bound = 0;
+    ASSERT_TRUE(
+        absl::SimpleAtoi(absl::StrReplaceAll(f[1], {{",", ""}}), &admitted) &&
+        absl::SimpleAtoi(absl::StrReplaceAll(f[3], {{",", ""}}), &bound))
+        << phase << ": " << f[1] << " " << f[3];
+    EXPECT_GT(admitted, 0) << phase;
+    EXPECT_LE(admitted, bound) << phase;
   }
   EXPECT_THAT(out, Not(HasSubstr("BOUND EXCEEDED")));
+  EXPECT_THAT(out, HasSubstr("\noutage: judged Redis down: "));
 
   // The CSV, summed here: the hot key against the limit, phase by phase.
   const CsvPhases csv = ReadCsv(ReadFile(dir_ + "/run.csv"));

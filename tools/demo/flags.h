@@ -1,9 +1,9 @@
-// The options of `tokenlease demo` and the one table of its flags: each
-// flag is a row naming a DemoOptions field, parsed and printed with absl's
-// flag syntax (absl::ParseFlag and UnparseFlag, as ABSL_FLAG does). The
-// parent parses its command line with the table and hands its resolved
-// options to the instance processes as flags printed from the same table.
-// Also the rule that sizes the load to the machine (ResolveOptions).
+// The options of `tokenlease demo` and the one table of its flags (a row:
+// name, DemoOptions field, one line of help, the accepted range), parsed
+// and printed with absl's flag syntax (absl::ParseFlag and UnparseFlag);
+// --help is written from the rows, and the parent hands its resolved
+// options to the instances as flags printed from them. Also the rule that
+// sizes the load to the machine (ResolveOptions).
 #ifndef TOKENLEASE_TOOLS_DEMO_FLAGS_H_
 #define TOKENLEASE_TOOLS_DEMO_FLAGS_H_
 
@@ -21,16 +21,10 @@
 
 namespace tokenlease::tools {
 
-// Where decisions are made: a LeasedLimiter per instance sharing the limit
-// through Redis, a local Limiter per instance with limit/N (nothing
-// shared), or one Redis script call per decision.
+// The flags' choices (flags.cc's rows say what each is).
 enum class Mode { kLeased, kLocal, kDirect };
-// --scenario: one hot key, or Zipf-distributed keys with a limit each.
 enum class KeyDist { kHot, kZipf };
-// How a load thread waits for its next call (workload.h, Pacer).
 enum class Pacing { kTick, kSleep, kSpin, kBusy };
-// How the private redis-server is taken away: SIGSTOP (SIGCONT at the end,
-// data kept) or kill -9 (restarted empty on the same port).
 enum class OutageKind { kStop, kKill };
 
 const char* ModeName(Mode m);
@@ -40,17 +34,11 @@ inline constexpr int kMaxInstances = 64;
 inline constexpr int kMaxThreads = 64;
 // --csv=auto and --chart=auto: a file under $TMPDIR named after the run.
 inline constexpr char kAuto[] = "auto";
-// The scenarios' defaults for the fields left at 0. hot: 10,000/s with a
-// burst of a tenth of a second (so half-second windows show the rate, not
-// the bucket); zipf: 100/s per key, burst 100. Both offer the hottest key
-// kOverload x its limit. The outage starts at 40% of --seconds and lasts
-// 20% of it (8 s to 12 s of the default 20 s).
+// The scenarios' defaults for the fields left at 0 (ResolveOptions): the
+// limit, and the overload of the hottest key.
 inline constexpr int64_t kHotLimit = 10'000;
-inline constexpr int64_t kHotBurstDivisor = 10;
 inline constexpr int64_t kZipfLimit = 100;
 inline constexpr double kOverload = 5;
-inline constexpr double kOutageStart = 0.4;
-inline constexpr double kOutageLength = 0.2;
 
 // The environment variable that carries the Redis URL to an instance (and
 // that --url falls back to): a URL may hold a password, and a command line
@@ -58,17 +46,17 @@ inline constexpr double kOutageLength = 0.2;
 // the process's own user.
 inline constexpr char kRedisUrlEnv[] = "TOKENLEASE_REDIS_URL";
 
-// Everything the demo reads from its flags (flags.cc's help says what
-// each is); the defaults are the flags'. "0: chosen" fields are filled in
-// by ResolveOptions.
+// Everything the demo reads from its flags (flags.cc's rows say what each
+// is); the defaults are the flags'. Fields left at 0 are filled in by
+// ResolveOptions.
 struct DemoOptions {
   Mode mode = Mode::kLeased;
   KeyDist keys = KeyDist::kHot;  // --scenario (alias --keys)
-  int instances = 0;             // 0: chosen
-  int threads = 0;               // per instance; 0: chosen
-  int64_t limit = 0;             // per second (per key); 0: chosen
-  int64_t burst = 0;             // 0: chosen
-  double offered = 0;            // decisions/s over all threads; 0: chosen
+  int instances = 0;
+  int threads = 0;  // per instance
+  int64_t limit = 0;
+  int64_t burst = 0;
+  double offered = 0;  // decisions/s over all threads
   double seconds = 20;
   int zipf_keys = 100000;
   double zipf_s = 1.1;
@@ -99,8 +87,8 @@ struct DemoOptions {
   // run stays near limit x duration (the library's default is kForget).
   OutageUsage outage_usage = OutageUsage::kCharge;
   bool outage = true;
-  double outage_at = 0;       // 0: chosen
-  double outage_seconds = 0;  // 0: chosen
+  double outage_at = 0;
+  double outage_seconds = 0;
   OutageKind outage_kind = OutageKind::kStop;
   // Internal flags, set by the parent on an instance process: its index,
   // its end of the socket to the parent, and the run's Redis key prefix.
@@ -111,7 +99,6 @@ struct DemoOptions {
   int FallbackInstances() const {
     return fallback_instances > 0 ? fallback_instances : instances;
   }
-  double OfferedRate() const { return offered; }
   double OutageEnd() const { return outage_at + outage_seconds; }
   // An outage is run (resolved options): local mode has no Redis.
   bool HasOutage() const { return outage && mode != Mode::kLocal; }
@@ -130,7 +117,7 @@ struct CommandLine {
 // --url falls back to $TOKENLEASE_REDIS_URL. InvalidArgument naming the
 // flag for an unknown flag, a value that does not parse ("--mode is
 // 'remote'; it must be leased, local or direct"), an argument that is no
-// flag, or --scenario and --keys that disagree.
+// flag.
 absl::StatusOr<CommandLine> ParseFlags(const std::vector<std::string>& args);
 
 // "--name=value" for every flag but the aliases, printed from `o`: what
@@ -142,7 +129,7 @@ std::vector<std::string> FlagArgs(const DemoOptions& o);
 std::string FlagText(const DemoOptions& o, absl::string_view name);
 
 // --help: what the demo does, its exit codes, and every flag with its
-// default.
+// default and help.
 std::string Usage();
 
 // OK, or InvalidArgument naming the flag, its value and the accepted range
@@ -154,13 +141,11 @@ absl::Status ValidateOptions(const DemoOptions& o);
 int UsableCpus();
 
 // The load for `cpus` CPUs (one CPU's share stays with redis-server and
-// the parent): instances = the spare CPUs, 2 to 4 (a limit shared by one
-// process shows nothing, more lines make the chart unreadable); threads =
-// spare / instances, at least 1 (in direct mode at least kDirectThreads: a
-// decision blocks its thread, asleep, for a round trip); always tick
-// pacing, so nothing spins. On a 2-core machine a fixed load of 4 x 2
-// spinning threads starved redis-server and showed 1.5 s with nothing
-// admitted: what the demo shows must be tokenlease, not a starved CPU.
+// the parent): instances = the spare CPUs, 2 to 4 (one shows no sharing,
+// more make the chart unreadable); threads = spare / instances, at least 1
+// (direct mode: kDirectThreads, as a decision sleeps for a round trip). On
+// 2 cores a fixed 4 x 2 spinning threads starved redis-server: what the
+// demo shows must be tokenlease, not a starved CPU.
 struct LoadPlan {
   int instances = 0;
   int threads = 0;
@@ -175,8 +160,8 @@ LoadPlan PlanLoad(int cpus, int instances = 0, Mode mode = Mode::kLeased);
 // Fields already set are kept, so resolving twice changes nothing.
 DemoOptions ResolveOptions(DemoOptions o, int cpus);
 
-// The banner's account of the load, the pacing and the offered rate: what
-// each is, and whether the flags, the machine or the scenario chose it.
+// The banner's line on the load, the pacing and the offered rate, and
+// whether the flags or the machine chose them.
 std::string DescribeChoices(const DemoOptions& requested,
                             const DemoOptions& resolved, int cpus);
 

@@ -1,10 +1,8 @@
-// The instance process (instance.h): load threads, the per-window monitor,
-// and the results it sends to the parent. A load thread makes no system
-// call and no allocation while it decides (bench/strace_decisions.sh
+// An instance process (demo.h, RunInstance): load threads, the per-window
+// monitor, and the results it sends to the parent. A load thread makes no
+// system call and no allocation while it decides (bench/strace_decisions.sh
 // checks): it counts in arrays sized for the run, which the monitor reads
 // through atomic_ref while it runs.
-#include "demo/instance.h"
-
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
@@ -28,6 +26,7 @@
 #include <vector>
 
 #include "absl/strings/numbers.h"
+#include "demo/demo.h"
 #include "demo/protocol.h"
 #include "demo/targets.h"
 #include "demo/workload.h"
@@ -70,7 +69,7 @@ struct alignas(64) ThreadResult {
   int64_t taken = 0;  // samples written; stored with release order
   int64_t sent = 0;   // the monitor's: samples sent to the parent
   KeyCounter per_key;
-  int64_t first_ns = 0, last_ns = 0;
+  int64_t last_ns = 0;
   // A steady_clock time such that every decision the thread will still
   // count is at or after it (INT64_MAX once it has ended); release order
   // after the counts it covers.
@@ -120,7 +119,6 @@ void RunThread(const Load& load, int instance, int t, ThreadResult& r) {
     Count(r.windows[WindowAt(o, elapsed)], k == 0, admitted);
     if (o.outage) Count(r.phases[PhaseAt(o, elapsed)], k == 0, admitted);
     r.per_key.Count(k, admitted);
-    if (r.first_ns == 0) r.first_ns = now;
     r.last_ns = now;
   }
   Set(r.progress_ns, std::numeric_limits<int64_t>::max(),
@@ -212,7 +210,7 @@ std::string FinalLines(const DemoOptions& o, Results& results, Target& target) {
   std::string out = HealthAndSamples(o, target, results);
   Counts phases[kOutagePhases];
   std::vector<KeyCount> keys;
-  int64_t first = 0, last = 0;
+  int64_t last = 0;
   for (int64_t w = 0; w < NumWindows(o); ++w) {
     Counts c;
     for (auto& r : results) c += r->windows[w];
@@ -221,9 +219,6 @@ std::string FinalLines(const DemoOptions& o, Results& results, Target& target) {
   for (auto& r : results) {
     for (int p = 0; p < kOutagePhases; ++p) phases[p] += r->phases[p];
     r->per_key.AppendTo(keys);
-    if (r->first_ns != 0 && (first == 0 || r->first_ns < first)) {
-      first = r->first_ns;
-    }
     last = std::max(last, r->last_ns);
   }
   for (int p = 0; o.outage && p < kOutagePhases; ++p) {
@@ -237,7 +232,7 @@ std::string FinalLines(const DemoOptions& o, Results& results, Target& target) {
   out += target.Stop(&commands);
   rusage ru{};
   getrusage(RUSAGE_SELF, &ru);
-  return out + Line("E", {first, last, ru.ru_maxrss, commands});
+  return out + Line("E", {last, ru.ru_maxrss, commands});
 }
 
 }  // namespace

@@ -1,4 +1,4 @@
-// The live rows, the health transitions above them, and the progress bar.
+// The live rows and the health transitions above them.
 #include "demo/live.h"
 
 #include <string>
@@ -41,14 +41,14 @@ TEST(LiveTest, ARowDuringTheOutage) {
   EXPECT_THAT(*row, HasSubstr("  9.0s  STOPPED        10,004   100.0%"));
   EXPECT_THAT(*row,
               HasSubstr("   200ns   30.0us     200      250  5000x 5004x"));
-  EXPECT_THAT(*row, Not(HasSubstr("\x1b")));            // plain without colour
+  EXPECT_THAT(*row, Not(HasSubstr("\x1b")));            // plain text
   EXPECT_TRUE(reports[0].windows[17].latency.empty());  // freed
-  // Before the outage the server is up; colour marks the health only.
+  // Before the outage the server is up; the marks give the health.
   reports[0].windows[3] = Closed(2500, Health::kHealthy);
   reports[1].windows[3] = Closed(2500, Health::kDegraded);
-  const std::string colored = *LiveRow(o, 3, reports, /*color=*/true);
-  EXPECT_THAT(colored, HasSubstr("  2.0s  up "));
-  EXPECT_THAT(colored, HasSubstr("5000\x1b[32m+\x1b[0m 5000\x1b[33m~\x1b[0m"));
+  const std::string up = *LiveRow(o, 3, reports);
+  EXPECT_THAT(up, HasSubstr("  2.0s  up "));
+  EXPECT_THAT(up, HasSubstr("  5000+ 5000~"));
   // The columns line up with the header's.
   const std::string header = LiveHeader(o);
   EXPECT_THAT(header, HasSubstr("(+ healthy, ~ degraded, x down)"));
@@ -65,20 +65,26 @@ TEST(LiveTest, ARowWaitsForEveryInstance) {
   reports[1].windows[0] = Closed(2500, Health::kNone);
   const std::optional<std::string> row = LiveRow(o, 0, reports);
   ASSERT_TRUE(row.has_value());
-  // 5,000 in 0.5 s over both; no Redis columns in local mode.
-  EXPECT_EQ(*row, "  0.5s      10,000   100.0%   200ns   30.0us  5000 5000");
+  // 5,000 in 0.5 s over both; "none": local mode has no Redis.
+  EXPECT_EQ(*row,
+            "  0.5s  none           10,000   100.0%   200ns   30.0us     200"
+            "      250  5000 5000");
 }
 
+// The redis column follows the outage's schedule (8-12 s, 0.5 s windows).
 TEST(LiveTest, RedisColumnFollowsTheSchedule) {
-  DemoOptions o = Options();                    // 8-12 s, 0.5 s windows
-  EXPECT_STREQ(RedisColumn(o, 15), "up");       // 7.5-8 s
-  EXPECT_STREQ(RedisColumn(o, 16), "STOPPED");  // 8-8.5 s
-  EXPECT_STREQ(RedisColumn(o, 23), "STOPPED");  // 11.5-12 s
-  EXPECT_STREQ(RedisColumn(o, 24), "up");       // 12-12.5 s
+  DemoOptions o = Options();
+  std::vector<InstanceReport> reports(1, InstanceReport(40));
+  for (Window& w : reports[0].windows) w = Closed(2500, Health::kHealthy);
+  auto redis = [&](int64_t w) { return LiveRow(o, w, reports)->substr(8, 8); };
+  EXPECT_EQ(redis(15), "up      ");  // 7.5-8 s
+  EXPECT_EQ(redis(16), "STOPPED ");  // 8-8.5 s
+  EXPECT_EQ(redis(23), "STOPPED ");  // 11.5-12 s
+  EXPECT_EQ(redis(24), "up      ");  // 12-12.5 s
   o.outage_kind = OutageKind::kKill;
-  EXPECT_STREQ(RedisColumn(o, 16), "KILLED");
+  EXPECT_EQ(redis(16), "KILLED  ");
   o.outage = false;
-  EXPECT_STREQ(RedisColumn(o, 16), "up");
+  EXPECT_EQ(redis(16), "up      ");
 }
 
 TEST(LiveTest, TooManyInstancesForTheRowShowTheirRange) {
@@ -111,19 +117,20 @@ TEST(LiveTest, HealthTransitionsOfTheSameKindShareALine) {
   EXPECT_EQ(HealthEventLines({}, kStart), "");
 }
 
-TEST(LiveTest, ProgressBar) {
-  EXPECT_EQ(ProgressBar(0, 10), "[----------]");
-  EXPECT_EQ(ProgressBar(0.45, 10), "[####------]");
-  EXPECT_EQ(ProgressBar(1, 10), "[##########]");
-  EXPECT_EQ(ProgressBar(1.7, 4), "[####]");  // clamped
-  EXPECT_EQ(ProgressBar(-1, 4), "[----]");
-}
-
-TEST(LiveTest, HealthMarks) {
-  EXPECT_STREQ(HealthMark(Health::kHealthy), "+");
-  EXPECT_STREQ(HealthMark(Health::kDegraded), "~");
-  EXPECT_STREQ(HealthMark(Health::kDown), "x");
-  EXPECT_STREQ(HealthMark(Health::kNone), "");
+// The view prints each row once, after the transitions before its end.
+TEST(LiveTest, TheViewPrintsEachCompleteRowOnce) {
+  DemoOptions o = Options();
+  LiveView view(o);
+  std::vector<InstanceReport> reports(1, InstanceReport(40));
+  EXPECT_EQ(view.NewRows(reports, kStart), "");
+  reports[0].windows[0] = Closed(2500, Health::kHealthy);
+  reports[0].windows[1] = Closed(2500, Health::kHealthy);
+  reports[0].events = {
+      {kStart + 600'000'000, Health::kHealthy, Health::kDegraded, "slow"}};
+  const std::string rows = view.NewRows(reports, kStart);
+  EXPECT_THAT(rows, HasSubstr("5000+\n  # 0.60s instance 0: healthy -> "
+                              "degraded (slow)\n  1.0s "));
+  EXPECT_EQ(view.NewRows(reports, kStart), "");  // nothing new
 }
 
 }  // namespace

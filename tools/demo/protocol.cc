@@ -22,7 +22,7 @@ namespace {
 int Arity(absl::string_view tag) {
   static const auto* arity = new absl::flat_hash_map<std::string, int>{
       {"R", 0}, {"L", 4}, {"V", 10}, {"W", 5},
-      {"P", 5}, {"K", 3}, {"E", 4}};  // never freed
+      {"P", 5}, {"K", 3}, {"E", 3}};  // never freed
   const auto it = arity->find(tag);
   return it == arity->end() ? -1 : it->second;
 }
@@ -151,10 +151,9 @@ absl::Status ApplyLine(absl::string_view line, InstanceReport& r) {
   }
   if (tag == "E") {
     r.done = true;
-    r.first_ns = v[0];
-    r.last_ns = v[1];
-    r.peak_rss_kb = v[2];
-    r.commands_with_shutdown = v[3];
+    r.last_ns = v[0];
+    r.peak_rss_kb = v[1];
+    r.commands_with_shutdown = v[2];
   }
   return absl::OkStatus();
 }

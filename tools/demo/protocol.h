@@ -21,9 +21,9 @@
 //   M series value                a line of the limiter's Prometheus text
 //                                 (tokenlease::PrometheusWriter) at the
 //                                 end of the run
-//   E first last rss cmd          the end: first and last decision (ns),
-//                                 peak RSS KiB, Redis commands sent
-//                                 including the shutdown's lease returns
+//   E last rss cmd                the end: the last decision (ns), peak
+//                                 RSS KiB, Redis commands sent including
+//                                 the shutdown's lease returns
 #ifndef TOKENLEASE_TOOLS_DEMO_PROTOCOL_H_
 #define TOKENLEASE_TOOLS_DEMO_PROTOCOL_H_
 
@@ -89,7 +89,7 @@ struct InstanceReport {
   std::vector<KeyCount> keys;       // in rank order
   // The Prometheus series (the limit="demo" label left out) and values.
   absl::flat_hash_map<std::string, double> metrics;
-  int64_t first_ns = 0, last_ns = 0, peak_rss_kb = 0;
+  int64_t last_ns = 0, peak_rss_kb = 0;
   int64_t commands_with_shutdown = 0;
 };
 

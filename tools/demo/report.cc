@@ -1,5 +1,5 @@
-// The banner, the sums, the CSV and the summary of a run (report.h); the
-// bounds' figures are in bounds.cc.
+// The banner, the sums, the CSV, the bounds and the summary of a run
+// (report.h).
 #include "demo/report.h"
 
 #include <algorithm>
@@ -8,15 +8,12 @@
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>
-#include <map>
 #include <string>
 #include <vector>
 
-#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "absl/strings/str_replace.h"
-#include "demo/format.h"
+#include "absl/strings/str_join.h"
 #include "demo/targets.h"
 #include "demo/workload.h"
 
@@ -25,29 +22,155 @@ namespace {
 
 double WindowSeconds(const DemoOptions& o) { return o.window_ms / 1000.0; }
 
-const char* HotKeyName(const DemoOptions& o) {
-  return o.keys == KeyDist::kHot ? "hot key" : "hottest key (rank 0)";
+double Pct(double part, double whole) {
+  return whole > 0 ? 100.0 * part / whole : 0.0;
 }
 
+// "12 samples: p50 80ns, p99 1.10us, p999 3.00us, max 50.0us".
 std::string LatencyFigures(const std::vector<int64_t>& sorted) {
-  return absl::StrFormat(
-      "%d samples, p50 %d ns, p99 %d ns, p999 %d ns, max %d ns", sorted.size(),
-      Percentile(sorted, 0.50), Percentile(sorted, 0.99),
-      Percentile(sorted, 0.999), sorted.empty() ? 0 : sorted.back());
+  return absl::StrFormat("%d samples: p50 %s, p99 %s, p999 %s, max %s",
+                         sorted.size(), ShortNs(Percentile(sorted, 0.50)),
+                         ShortNs(Percentile(sorted, 0.99)),
+                         ShortNs(Percentile(sorted, 0.999)),
+                         ShortNs(sorted.empty() ? 0 : sorted.back()));
+}
+
+// A window algorithm admits at most L per aligned second it touches.
+bool WindowAlgorithm(const DemoOptions& o) {
+  return o.mode == Mode::kLocal &&
+         (o.algorithm == Algorithm::kFixedWindow ||
+          o.algorithm == Algorithm::kSlidingWindowCounter);
+}
+
+// The busiest span of about 1 s (whole windows) of the hot key; admitted
+// -1 if the run had none (with fail_open: none clear of the outage).
+PhaseRow Busiest(const DemoOptions& o, const Totals& t) {
+  const int64_t span = std::max(1, 1000 / o.window_ms);
+  const double len = WindowSeconds(o);
+  PhaseRow row;
+  row.name = absl::StrFormat("busiest %g s", span * len);
+  row.admitted = -1;
+  for (size_t w = 0; w + span <= t.windows.size(); ++w) {
+    if (OutageExtraBursts(o) < 0 && w * len < o.OutageEnd() &&
+        (w + span) * len > o.outage_at) {
+      continue;
+    }
+    int64_t n = 0;
+    for (size_t k = w; k < w + span; ++k) n += t.windows[k].counts.hot_admitted;
+    if (n > row.admitted) {
+      row.admitted = n;
+      row.from_s = w * len;
+      row.to_s = (w + span) * len;
+    }
+  }
+  row.bound = BoundOf(o, Span::kBusiest, span * len);
+  return row;
+}
+
+// When each instance's connection first went to `state` (or, `leaving`,
+// left it) at or after `from_s`: "8.27 s", "8.27-8.31 s", with "(1 never)"
+// for the instances that did not; "never" if none did.
+std::string FirstTimes(const RunRecord& run, double from_s, Health state,
+                       bool leaving) {
+  std::vector<double> times;
+  const int64_t from_ns = run.start_ns + static_cast<int64_t>(from_s * 1e9);
+  for (const InstanceReport& r : run.reports) {
+    for (const HealthEvent& e : r.events) {
+      if (e.ns >= from_ns && (leaving ? e.from : e.to) == state) {
+        times.push_back((e.ns - run.start_ns) / 1e9);
+        break;
+      }
+    }
+  }
+  if (times.empty()) return "never";
+  std::sort(times.begin(), times.end());
+  std::string s = absl::StrFormat("%.2f", times.front());
+  if (const std::string last = absl::StrFormat("%.2f", times.back());
+      last != s) {
+    absl::StrAppend(&s, "-", last);
+  }
+  const size_t missing = run.reports.size() - times.size();
+  return absl::StrCat(
+      s, " s", missing > 0 ? absl::StrCat(" (", missing, " never)") : "");
+}
+
+// The table of PhaseRows and the meaning of its symbols; a BOUND EXCEEDED
+// line per row over its bound.
+std::string Table(const DemoOptions& o, const std::vector<PhaseRow>& rows) {
+  std::string out = absl::StrFormat(
+      "%s admissions (%% of the limit of %s/s, and of their bound):\n"
+      "%-12s %-9s %10s %7s %10s %7s %7s %7s %7s  %s\n",
+      o.keys == KeyDist::kHot ? "the hot key's" : "the hottest key's (rank 0)",
+      Commas(o.limit), "phase", "time (s)", "admitted", "% limit", "bound",
+      "% bound", "p50", "p99", "p999", "formula");
+  // Seconds to a tenth: a run ends a few microseconds short of its length.
+  auto tenths = [](double s) { return std::round(s * 10) / 10; };
+  std::string exceeded;
+  for (const PhaseRow& r : rows) {
+    auto latency = [&](double q) {
+      return r.latency.empty() ? "" : ShortNs(Percentile(r.latency, q));
+    };
+    const double bound = std::floor(r.bound.value);
+    absl::StrAppendFormat(
+        &out, "%-12s %-9s %10s %6.1f%% %10s %7s %7s %7s %7s  %s\n", r.name,
+        absl::StrFormat("%g-%g", tenths(r.from_s), tenths(r.to_s)),
+        Commas(r.admitted), Pct(r.Rate(), o.limit),
+        bound < 0 ? "-" : Commas(static_cast<int64_t>(bound)),
+        bound < 0 ? "-" : absl::StrFormat("%.1f%%", Pct(r.admitted, bound)),
+        latency(0.5), latency(0.99), latency(0.999), r.bound.formula);
+    if (bound >= 0 && r.admitted > bound) {
+      absl::StrAppendFormat(&exceeded, "BOUND EXCEEDED: %s: admitted %d > %s\n",
+                            r.name, r.admitted, Fmt(bound));
+    }
+  }
+  const Symbols s = SymbolsOf(o);
+  const int k = OutageExtraBursts(o);
+  absl::StrAppendFormat(
+      &out,
+      "L = %s/s, B = %s, N = %d, %s, t = the span's seconds%s (docs/design.md, "
+      "accuracy bound; docs/operations.md, failure modes)\n",
+      Commas(o.limit), Commas(o.burst), o.instances,
+      o.mode == Mode::kLeased
+          ? absl::StrFormat("A = %d (local share), M = %d (2 x max lease - 1)",
+                            s.local_allowance, s.held)
+          : absl::StrCat("A = M = 0 (", ModeName(o.mode), " mode)"),
+      k > 0 ? absl::StrCat(", ", k, " B = the outage's extra bursts") : "");
+  return out + exceeded;
 }
 
 }  // namespace
 
-Bounds ComputeBounds(const DemoOptions& o) {
-  Bounds b;
-  b.burst = o.burst;
-  b.max_lease = std::max<int64_t>(1, o.max_lease_fraction * o.burst);
-  const bool leased = o.mode == Mode::kLeased;
-  b.held = leased ? o.instances * (2 * b.max_lease - 1) : 0;
-  if (leased && o.cold_key_policy == ColdKeyPolicy::kLocalShare) {
-    b.local_allowance = std::max<int64_t>(1, o.local_share * o.burst);
+int64_t Percentile(const std::vector<int64_t>& sorted, double q) {
+  if (sorted.empty()) return 0;
+  const size_t i = std::min(
+      sorted.size() - 1,
+      static_cast<size_t>(std::ceil(q * static_cast<double>(sorted.size()))) -
+          (q > 0 ? 1 : 0));
+  return sorted[i];
+}
+
+std::string Fmt(double v) { return absl::StrFormat("%.0f", v); }
+
+std::string Commas(int64_t v) {
+  const std::string digits = absl::StrCat(v < 0 ? -v : v);
+  std::string out;
+  for (size_t i = 0; i < digits.size(); ++i) {
+    if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
+    out += digits[i];
   }
-  return b;
+  return v < 0 ? "-" + out : out;
+}
+
+std::string ShortNs(int64_t ns) {
+  if (ns < 1'000) return absl::StrCat(ns, "ns");
+  // Three significant digits: enough to compare runs, narrow enough for a
+  // column.
+  const bool us = ns < 1'000'000;
+  const double v = ns / (us ? 1e3 : 1e6);
+  return absl::StrFormat(v < 10    ? "%.2f%s"
+                         : v < 100 ? "%.1f%s"
+                                   : "%.0f%s",
+                         v, us ? "us" : "ms");
 }
 
 double Totals::Metric(const std::string& series) const {
@@ -72,7 +195,6 @@ Totals Aggregate(const RunRecord& run) {
     }
     for (int p = 0; p < kOutagePhases; ++p) t.phases[p] += r.phases[p];
     t.samples.insert(t.samples.end(), r.samples.begin(), r.samples.end());
-    t.events.insert(t.events.end(), r.events.begin(), r.events.end());
     keys.insert(keys.end(), r.keys.begin(), r.keys.end());
     for (const auto& [series, value] : r.metrics) t.metrics[series] += value;
     t.last_ns = std::max(t.last_ns, r.last_ns);
@@ -93,82 +215,133 @@ std::vector<int64_t> Latencies(const std::vector<Sample>& samples,
   return out;
 }
 
+Symbols SymbolsOf(const DemoOptions& o) {
+  Symbols s;
+  s.max_lease = std::max<int64_t>(1, o.max_lease_fraction * o.burst);
+  const bool leased = o.mode == Mode::kLeased;
+  s.held = leased ? 2 * s.max_lease - 1 : 0;
+  if (leased && o.cold_key_policy == ColdKeyPolicy::kLocalShare) {
+    s.local_allowance = std::max<int64_t>(1, o.local_share * o.burst);
+  }
+  return s;
+}
+
+int OutageExtraBursts(const DemoOptions& o) {
+  if (!o.HasOutage()) return 0;
+  if (o.failure_mode == FailureMode::kFailOpen) return -1;
+  if (o.failure_mode == FailureMode::kFailLocal) return 2;
+  return o.outage_kind == OutageKind::kKill && !o.start_empty ? 1 : 0;
+}
+
+Bound BoundOf(const DemoOptions& o, Span span, double seconds) {
+  const int k = OutageExtraBursts(o);
+  if (k < 0 && (span == Span::kDuring || span == Span::kWhole)) {
+    return {-1, "none (fail_open)"};
+  }
+  if (WindowAlgorithm(o) && (span == Span::kWhole || span == Span::kBusiest)) {
+    return {static_cast<double>(o.limit) * (std::ceil(seconds - 1e-9) + 1),
+            "L x aligned seconds touched"};
+  }
+  const Symbols s = SymbolsOf(o);
+  Bound b{0, ""};
+  auto add = [&](double value, const std::string& term) {
+    if (value == 0) return;
+    b.value += value;
+    absl::StrAppend(&b.formula, b.formula.empty() ? "" : " + ", term);
+  };
+  // fail_closed admits nothing new while Redis is away: only what was held.
+  if (span != Span::kDuring || o.failure_mode == FailureMode::kFailLocal) {
+    add(static_cast<double>(o.limit) * seconds, "L t");
+    add(static_cast<double>(o.burst), "B");
+  }
+  if ((span == Span::kWhole || span == Span::kBusiest) && k > 0) {
+    add(k * static_cast<double>(o.burst), absl::StrCat(k, " B"));
+  }
+  // Leases (and local credit) taken before a span may be spent in it.
+  if (span == Span::kBusiest) {
+    add(static_cast<double>(o.instances * s.held), "N M");
+  } else if (span != Span::kBefore && span != Span::kWhole) {
+    add(static_cast<double>(o.instances * (s.local_allowance + s.held)),
+        "N (A + M)");
+  }
+  if (b.formula.empty()) b.formula = "0";
+  return b;
+}
+
+double PhaseRow::Rate() const {
+  return Seconds() > 0 ? static_cast<double>(admitted) / Seconds() : 0;
+}
+
+std::vector<PhaseRow> PhaseRows(const DemoOptions& o, const Totals& t) {
+  const double d = t.duration_s;
+  const double edges[] = {0, std::min(o.outage_at, d),
+                          std::min(o.OutageEnd(), d), d};
+  const char* const names[] = {"before", "during", "after", "whole run"};
+  std::vector<PhaseRow> rows;
+  for (int p = o.HasOutage() ? 0 : kOutagePhases; p <= kOutagePhases; ++p) {
+    const bool whole = p == kOutagePhases;
+    PhaseRow row;
+    row.name = names[p];
+    row.from_s = whole ? 0 : edges[p];
+    row.to_s = whole ? d : edges[p + 1];
+    if (row.Seconds() <= 0 && !whole) continue;  // interrupted before it
+    row.admitted = whole ? t.all.hot_admitted : t.phases[p].hot_admitted;
+    row.bound = BoundOf(o, static_cast<Span>(p), row.Seconds());
+    row.latency = Latencies(t.samples, [&](const Sample& s) {
+      return whole || PhaseAt(o, s.t_ns) == p;
+    });
+    rows.push_back(std::move(row));
+  }
+  if (PhaseRow b = Busiest(o, t); b.admitted >= 0) rows.push_back(b);
+  return rows;
+}
+
 std::string Banner(const DemoOptions& o, const std::string& choices) {
-  const Bounds b = ComputeBounds(o);
-  const char* mode =
-      o.mode == Mode::kLeased
-          ? "leased mode (each instance decides locally from tokens leased "
-            "in batches from Redis)"
-      : o.mode == Mode::kDirect
-          ? "direct mode (one Redis script call per decision)"
-          : "local mode (each instance alone with limit / instances; "
-            "nothing shared)";
+  const Symbols s = SymbolsOf(o);
   std::string out = absl::StrFormat(
-      "tokenlease demo, scenario %s; %s\nlimit: %s/s%s, %s; %g s, a row per "
-      "%g s window%s\n%s",
+      "tokenlease demo, scenario %s, %s mode: %s/s%s, %s, for %g s\n%s",
       o.keys == KeyDist::kHot
-          ? "hot: one key shared by every instance"
-          : absl::StrFormat("zipf: %s keys drawn with Zipf s=%g, each with "
-                            "its own limit",
+          ? "hot (one key shared by every instance)"
+          : absl::StrFormat("zipf (%s keys drawn with Zipf s=%g, each with "
+                            "its own limit)",
                             Commas(o.zipf_keys), o.zipf_s),
-      mode, Commas(o.limit), o.keys == KeyDist::kHot ? "" : " per key",
+      ModeName(o.mode), Commas(o.limit),
+      o.keys == KeyDist::kHot ? "" : " per key",
       o.algorithm == Algorithm::kTokenBucket
-          ? absl::StrCat("a token bucket with burst ", Commas(b.burst))
+          ? absl::StrCat("burst ", Commas(o.burst))
           : AlgorithmName(o.algorithm),
-      o.seconds, WindowSeconds(o),
-      o.use_handle ? "; the hot key through a handle" : "", choices);
+      o.seconds, choices);
   if (o.mode == Mode::kLeased) {
     absl::StrAppendFormat(
         &out,
-        "lease options: lease_ttl=%dms max_lease_fraction=%g (max lease %d "
-        "tokens) cold_key_policy=%s%s idle_evict=%dms, others default\n",
-        o.lease_ttl_ms, o.max_lease_fraction, b.max_lease,
-        FlagText(o, "cold_key_policy"),
-        o.cold_key_policy == ColdKeyPolicy::kLocalShare
-            ? absl::StrFormat(" local_share=%g (A = %d per key and instance) "
-                              "charge_delay=%dms",
-                              o.local_share, b.local_allowance,
-                              o.charge_delay_ms)
-            : "",
-        o.idle_evict_ms);
-  }
-  if (o.mode == Mode::kLocal) {
-    absl::StrAppend(
-        &out, "local: each instance has its own Limiter with ",
-        o.algorithm == Algorithm::kTokenBucket
-            ? absl::StrCat(o.limit / o.instances, "/s, burst ",
-                           std::max<int64_t>(1, o.burst / o.instances))
-            : DescribeSpec(LocalSpec(o)),
-        " (limit/N); nothing is shared\n");
+        "leases: lease_ttl=%dms max_lease_fraction=%g (max lease %d) "
+        "cold_key_policy=%s local_share=%g (A = %d) charge_delay=%dms "
+        "idle_evict=%dms\n",
+        o.lease_ttl_ms, o.max_lease_fraction, s.max_lease,
+        FlagText(o, "cold_key_policy"), o.local_share, s.local_allowance,
+        o.charge_delay_ms, o.idle_evict_ms);
+  } else if (o.mode == Mode::kLocal) {
+    absl::StrAppend(&out, "local: each instance alone with ",
+                    DescribeSpec(LocalSpec(o)), " (limit / N)\n");
   }
   if (!o.HasOutage()) return out;
-  const int n = o.FallbackInstances();
-  const std::string share =
-      o.failure_mode == FailureMode::kFailLocal
-          ? absl::StrCat("each instance enforces limit / instances alone (",
-                         o.discover_instances
-                             ? absl::StrCat("the instances counted in Redis; ",
-                                            n, " until counted")
-                             : absl::StrCat(n, " instances"),
-                         ")")
-      : o.failure_mode == FailureMode::kFailOpen
-          ? "every decision is admitted (the limit is off)"
-      : o.mode == Mode::kDirect
-          ? "every decision is denied"
-          : "every decision is denied once the leases are spent";
-  // What the mode admitted is charged afterwards in leased mode only.
   absl::StrAppendFormat(
       &out,
-      "outage: from %g s to %g s redis-server is %s; failure_mode=%s: %s%s%s\n",
-      o.outage_at, o.OutageEnd(),
-      o.outage_kind == OutageKind::kKill
-          ? "killed (kill -9), then restarted empty"
-          : "stopped (SIGSTOP), then resumed",
-      FailureModeName(o.failure_mode), share,
+      "outage: redis-server %s from %g s to %g s; failure_mode=%s%s%s%s\n",
+      o.outage_kind == OutageKind::kKill ? "killed (kill -9, restarted empty)"
+                                         : "stopped (SIGSTOP, then SIGCONT)",
+      o.outage_at, o.OutageEnd(), FailureModeName(o.failure_mode),
+      o.failure_mode == FailureMode::kFailLocal
+          ? absl::StrCat(" (each instance enforces limit / N alone, N ",
+                         o.discover_instances
+                             ? "counted in Redis"
+                             : absl::StrCat("= ", o.FallbackInstances()),
+                         ")")
+          : "",
       o.mode == Mode::kLeased
-          ? absl::StrCat("; outage_usage=", FlagText(o, "outage_usage"))
-          : "; what the mode admits is not charged to Redis afterwards",
-      o.start_empty ? "; start_empty" : "");
+          ? absl::StrCat(", outage_usage=", FlagText(o, "outage_usage"))
+          : "",
+      o.start_empty ? ", start_empty" : "");
   return out;
 }
 
@@ -184,16 +357,29 @@ std::string AutoPath(const DemoOptions& o, const char* extension,
                       KeyDistName(o.keys), "_", stamp, ".", extension);
 }
 
-absl::Status WriteCsv(const DemoOptions& o, const RunRecord& run,
-                      const Totals& t, const RedisFigures& redis) {
-  std::FILE* out = std::fopen(o.csv.c_str(), "w");
-  if (out == nullptr) {
-    return absl::ErrnoToStatus(errno, absl::StrCat("cannot write ", o.csv));
+absl::Status WriteFile(const std::string& path, const std::string& text,
+                       const char* flag) {
+  std::FILE* f = std::fopen(path.c_str(), "w");
+  bool ok = f != nullptr &&
+            std::fwrite(text.data(), 1, text.size(), f) == text.size();
+  int err = errno;
+  if (f != nullptr && std::fclose(f) != 0 && ok) {
+    ok = false;
+    err = errno;
   }
-  absl::FPrintF(out,
-                "window_start_s,instance,offered,admitted,limit_bound,"
-                "hot_offered,hot_admitted,keys,rss_kb,redis_commands_total,"
-                "redis_used_memory,phase\n");
+  if (ok) return absl::OkStatus();
+  return absl::ErrnoToStatus(
+      err, absl::StrFormat("cannot write %s (--%s=PATH for another file, "
+                           "--%s= for none)",
+                           path, flag, flag));
+}
+
+std::string CsvText(const DemoOptions& o, const RunRecord& run, const Totals& t,
+                    const RedisFigures& redis) {
+  std::string out =
+      "window_start_s,instance,offered,admitted,limit_bound,hot_offered,"
+      "hot_admitted,keys,rss_kb,redis_commands_total,redis_used_memory,"
+      "phase\n";
   for (int64_t w = 0; w < run.windows; ++w) {
     const double start = w * WindowSeconds(o);
     const char* phase = !o.HasOutage()          ? "none"
@@ -205,8 +391,8 @@ absl::Status WriteCsv(const DemoOptions& o, const RunRecord& run,
       const Window& x = all ? t.windows[w] : run.reports[i].windows[w];
       const Counts& c = x.counts;
       const int64_t mems = redis.mem_per_window.size();
-      absl::FPrintF(
-          out, "%g,%s,%d,%d,%g,%d,%d,%d,%d,%d,%s,%s\n", start,
+      absl::StrAppendFormat(
+          &out, "%g,%s,%d,%d,%g,%d,%d,%d,%d,%d,%s,%s\n", start,
           all ? "all" : absl::StrCat(i), c.offered, c.admitted,
           o.limit * WindowSeconds(o), c.hot_offered, c.hot_admitted, x.keys,
           x.rss_kb, x.commands,
@@ -214,174 +400,60 @@ absl::Status WriteCsv(const DemoOptions& o, const RunRecord& run,
           phase);
     }
   }
-  if (std::fclose(out) != 0) {
-    return absl::ErrnoToStatus(errno, absl::StrCat("cannot write ", o.csv));
-  }
-  return absl::OkStatus();
+  return out;
 }
 
-namespace {
-
-// The busiest 1 s span (in window steps) against its bound.
-void AppendSpan(const DemoOptions& o, const Totals& t, std::string& out) {
-  const Bounds b = ComputeBounds(o);
-  const int64_t span = std::max(1, 1000 / o.window_ms);
-  const double span_s = span * WindowSeconds(o);
-  // fail_open has no bound while Redis is away: only spans clear of the
-  // outage are checked.
-  const int extra = OutageExtraBursts(o);
-  int64_t best = -1, at = 0;
-  for (size_t w = 0; w + span <= t.windows.size(); ++w) {
-    if (extra < 0 && w * WindowSeconds(o) < o.OutageEnd() &&
-        (w + span) * WindowSeconds(o) > o.outage_at) {
-      continue;
-    }
-    int64_t s = 0;
-    for (size_t k = w; k < w + span; ++k) s += t.windows[k].counts.hot_admitted;
-    if (s > best) {
-      best = s;
-      at = w;
-    }
-  }
-  const double limit_span = o.limit * span_s;
-  const int64_t bursts = 1 + std::max(0, extra);
-  const double bound = limit_span + bursts * b.burst + b.held;
-  const std::string k = bursts > 1 ? absl::StrCat(bursts, " x ") : "";
-  absl::StrAppendFormat(
-      &out,
-      "max %s admitted in any %g s span%s (window steps): %d (span at %g s); "
-      "bound limit + %sburst + held = %s + %s%d + %d = %s%s\n",
-      HotKeyName(o), span_s, extra < 0 ? " clear of the outage" : "", best,
-      at * WindowSeconds(o), k, Fmt(limit_span), k, b.burst, b.held, Fmt(bound),
-      best > bound ? "" : " (within)");
-  if (best > bound) {
-    absl::StrAppendFormat(&out,
-                          "BOUND EXCEEDED: a %g s span admitted %d > %s\n",
-                          span_s, best, Fmt(bound));
-  }
-  if (bursts > 1 || b.held > 0) {
-    absl::StrAppendFormat(
-        &out, "  %s%s\n",
-        bursts > 1 ? "the outage's extra bursts (see the whole run's bound); "
-                   : "",
-        b.held > 0 ? absl::StrFormat("held = instances x (2 x max lease - 1) "
-                                     "= %d x (2 x %d - 1) (docs/design.md, "
-                                     "accuracy bound)",
-                                     o.instances, b.max_lease)
-                   : "");
-  }
-}
-
-// Per-instance totals and the decision latency, by key class for zipf
-// (workload.h, HotKeys).
-void AppendLatency(const DemoOptions& o, const RunRecord& run, const Totals& t,
-                   std::string& out) {
-  out += "per instance:";
-  for (size_t i = 0; i < run.reports.size(); ++i) {
-    Counts c;
-    for (int64_t w = 0; w < run.windows; ++w) {
-      c += run.reports[i].windows[w].counts;
-    }
-    absl::StrAppendFormat(&out, " [%d] offered %d admitted %d", i, c.offered,
-                          c.admitted);
-  }
-  absl::StrAppendFormat(
-      &out,
-      "\ndecision latency (1 in %d decisions timed with steady_clock, all "
-      "instances): %s\n",
-      o.sample_every,
-      LatencyFigures(Latencies(t.samples, [](auto&) { return true; })));
-  if (o.keys == KeyDist::kHot) return;
-  const int64_t n = HotKeys(o);
-  absl::StrAppendFormat(
-      &out,
-      "  hot keys (offered rate >= %g%% of the limit, i.e. >= %g/s: %s): "
-      "%s\n  cold keys (ranks %d+): %s\n",
-      100 * kHotFraction, kHotFraction * o.limit,
-      n == 0 ? "none" : absl::StrCat("ranks 0-", n - 1, ", ", n, " keys"),
-      LatencyFigures(Latencies(t.samples, [](auto& s) { return s.hot; })), n,
-      LatencyFigures(Latencies(t.samples, [](auto& s) { return !s.hot; })));
-}
-
-// Redis commands, the limiters' counters (their Prometheus series) and the
-// server's figures.
-void AppendRedis(const DemoOptions& o, const Totals& t,
-                 const RedisFigures& redis, std::string& out) {
-  auto m = [&](const char* name) {
-    return static_cast<int64_t>(t.Metric(absl::StrCat("tokenlease_", name)));
+std::string PerKeySummary(const DemoOptions& o, const Totals& t, size_t worst) {
+  const Bound bound = BoundOf(o, Span::kKey, t.duration_s);
+  const double ideal = o.limit * t.duration_s + o.burst;  // L t + B
+  // The run, then the Zipf rank groups [first, the next group's first)
+  // that the key set reaches.
+  struct Group {
+    int64_t first = 0, keys = 0, admitted = 0;
+    double ideal = 0;
   };
-  const int64_t commands = m("redis_commands_total");
-  const double offered = t.all.offered;
-  absl::StrAppendFormat(
-      &out,
-      "redis commands sent by the instances: %d during the run (%d including "
-      "the shutdown's returns); decisions per command: %.1f; pipelined "
-      "writes: %d\ndecisions by source (the limiters' DecisionCounts, all "
-      "keys):",
-      commands, t.commands_with_shutdown, commands ? offered / commands : 0.0,
-      m("redis_flushes_total"));
-  std::map<std::string, int64_t> by_source;
-  for (const auto& [series, n] : t.metrics) {
-    if (n > 0 && absl::StartsWith(series, "tokenlease_decisions_total{")) {
-      by_source[absl::StrReplaceAll(
-          series, {{"tokenlease_decisions_total{source=\"", ""},
-                   {"\",result=\"", " "},
-                   {"\"}", ""}})] = n;
+  std::vector<Group> g(1);
+  for (int64_t first : {0, 100, 1000, 10000}) {
+    if (first < o.zipf_keys) g.push_back({first});
+  }
+  std::vector<KeyCount> over;
+  KeyCount max_key;
+  for (const KeyCount& k : t.per_key) {
+    size_t i = 1;
+    while (i + 1 < g.size() && k.rank >= g[i + 1].first) ++i;
+    for (Group* x : {&g[0], &g[i]}) {
+      ++x->keys;
+      x->admitted += k.admitted;
+      x->ideal += std::min<double>(k.offered, ideal);
     }
+    if (k.admitted > max_key.admitted) max_key = k;
+    if (k.admitted > bound.value) over.push_back(k);
   }
-  for (const auto& [what, n] : by_source) {
-    absl::StrAppend(&out, " ", what, " ", n, ";");
+  std::vector<std::string> groups;
+  for (size_t i = 1; i < g.size(); ++i) {
+    groups.push_back(absl::StrCat(
+        g[i].first,
+        i + 1 < g.size() ? absl::StrCat("-", g[i + 1].first - 1) : "+", " ",
+        g[i].keys == 0
+            ? "-"
+            : absl::StrFormat("%.2f%%", Pct(g[i].admitted, g[i].ideal))));
   }
-  out.back() = '\n';
-  if (redis.restarted) {
-    out +=
-        "redis server: killed and restarted during the run; its counters "
-        "(script calls and time, CPU) began again at the restart, so they "
-        "are not shown\n";
-  } else if (redis.ok) {
-    absl::StrAppendFormat(
-        &out,
-        "redis server: EVALSHA+EVAL calls %d, total commands processed %d "
-        "(includes the GET/SET/TIME run inside the scripts and this demo's "
-        "INFO probes)\nredis time in scripts (INFO commandstats usec of "
-        "EVALSHA+EVAL, includes the shutdown's returns): %d us = %.3f us per "
-        "decision offered (%.2f us per script call)\n",
-        redis.script_calls, redis.commands_processed, redis.script_usec,
-        offered ? redis.script_usec / offered : 0.0,
-        redis.script_calls > 0
-            ? static_cast<double>(redis.script_usec) / redis.script_calls
-            : 0.0);
-    if (redis.cpu_usec >= 0) {
-      absl::StrAppendFormat(
-          &out,
-          "redis server CPU (INFO cpu used_cpu_user+used_cpu_sys, from before "
-          "the instances started to the end, everything the server did): %d "
-          "us = %.3f us per decision offered\n",
-          redis.cpu_usec, offered ? redis.cpu_usec / offered : 0.0);
-    }
+  std::string out = absl::StrFormat(
+      "per key: %s keys offered anything admitted %.2f%% of their ideal, the "
+      "sum of min(offered, L t + B = %s) (ranks %s)\nkeys over their bound "
+      "%s = %s: %d of %d; largest admitted / bound %.4f (%s)\n",
+      Commas(g[0].keys), Pct(g[0].admitted, g[0].ideal), Fmt(ideal),
+      absl::StrJoin(groups, ", "), bound.formula, Fmt(bound.value), over.size(),
+      g[0].keys, max_key.admitted / bound.value, KeyName(o, max_key.rank));
+  std::stable_sort(over.begin(), over.end(),
+                   [](auto& x, auto& y) { return x.admitted > y.admitted; });
+  for (size_t i = 0; i < over.size() && i < worst; ++i) {
+    absl::StrAppendFormat(&out, "KEYS OVER BOUND: %s admitted %d > %s\n",
+                          KeyName(o, over[i].rank), over[i].admitted,
+                          Fmt(bound.value));
   }
-  if (o.mode == Mode::kLeased) {
-    absl::StrAppendFormat(
-        &out,
-        "lease stats (sum over instances, at the end of the run): lease "
-        "requests %d, tokens granted %d, returned %d, denied by redis %d, "
-        "charges %d (%d tokens), redis errors %d, new keys without a spare "
-        "entry %d\n",
-        m("lease_requests_total"), m("tokens_granted_total"),
-        m("tokens_returned_total"), m("lease_refusals_total"),
-        m("charges_total"), m("tokens_charged_total"),
-        m("redis_errors_total"), m("spare_misses_total"));
-  }
-  absl::StrAppendFormat(
-      &out,
-      "redis client timeouts (DeadlineExceeded, all instances): %d; late "
-      "replies discarded: %d; connections reset (nothing answered for "
-      "dead_after): %d\n",
-      m("redis_timeouts_total"), m("redis_late_replies_total"),
-      m("redis_resets_total"));
+  return out;
 }
-
-}  // namespace
 
 std::string Summary(const DemoOptions& o, const RunRecord& run, const Totals& t,
                     const RedisFigures& redis) {
@@ -392,48 +464,92 @@ std::string Summary(const DemoOptions& o, const RunRecord& run, const Totals& t,
                             FailureModeName(o.failure_mode))
           : "");
   if (run.interrupted_ns != 0) {
+    absl::StrAppendFormat(&out,
+                          "interrupted (SIGINT) at %.3f s of %g s: the %d "
+                          "windows that ran, the last one partial\n",
+                          (run.interrupted_ns - run.start_ns) / 1e9, o.seconds,
+                          run.windows);
+  }
+  out += Table(o, PhaseRows(o, t));
+  if (o.HasOutage()) {
+    // When the instances judged Redis down (no reply for down_after) and
+    // heard from it again: the outage as they lived it.
     absl::StrAppendFormat(
         &out,
-        "interrupted (SIGINT) at t=%.3f s of %g s: this covers the %d "
-        "window%s that ran, the last one partial\n",
-        (run.interrupted_ns - run.start_ns) / 1e9, o.seconds, run.windows,
-        run.windows == 1 ? "" : "s");
+        "outage: judged Redis down: %s; heard from it again: %s; healthy: "
+        "%s\n",
+        FirstTimes(run, o.outage_at, Health::kDown, false),
+        FirstTimes(run, o.OutageEnd(), Health::kDown, true),
+        FirstTimes(run, o.OutageEnd(), Health::kHealthy, false));
   }
-  out += PhaseTable(o, PhaseRows(o, run, t)) + OutageTimeline(o, run);
+  std::vector<std::string> per_instance;
+  for (const InstanceReport& r : run.reports) {
+    Counts c;
+    for (int64_t w = 0; w < run.windows; ++w) c += r.windows[w].counts;
+    per_instance.push_back(absl::StrFormat("%s (%d MiB)", Commas(c.admitted),
+                                           r.peak_rss_kb / 1024));
+  }
   const double rate = t.all.offered / t.duration_s;
   absl::StrAppendFormat(
       &out,
-      "\n-- details --\noffered: %d decisions in %.3f s = %s/s (target %s/s, "
-      "%.1f%%)%s\nadmitted (all keys): %d (%.2f%% of offered)\n",
-      t.all.offered, t.duration_s, Fmt(rate), Fmt(o.offered),
-      100.0 * rate / o.offered,
-      rate < 0.95 * o.offered
-          ? "; the instances could not keep up with the target"
-          : "",
-      t.all.admitted,
-      t.all.offered ? 100.0 * t.all.admitted / t.all.offered : 0.0);
-  AppendSpan(o, t, out);
-  if (o.keys == KeyDist::kZipf) out += PerKeySummary(o, t);
-  AppendLatency(o, run, t, out);
-  if (o.mode != Mode::kLocal) AppendRedis(o, t, redis, out);
-  out += "peak RSS per instance (ru_maxrss, KiB):";
-  for (const InstanceReport& r : run.reports) {
-    absl::StrAppend(&out, " ", r.peak_rss_kb);
-  }
-  if (redis.ok) {
+      "load: offered %s in %.3f s = %s/s (%.1f%% of %s/s); admitted %s "
+      "(%.2f%%); per instance admitted (peak RSS) %s\n",
+      Commas(t.all.offered), t.duration_s, Commas(std::llround(rate)),
+      Pct(rate, o.offered), Commas(std::llround(o.offered)),
+      Commas(t.all.admitted), Pct(t.all.admitted, t.all.offered),
+      absl::StrJoin(per_instance, " / "));
+  if (o.keys == KeyDist::kZipf) {
+    const int64_t n = HotKeys(o);
     absl::StrAppendFormat(
         &out,
-        "\nredis used_memory: %d before, peak of window samples %d, %d at the "
-        "end (bytes); %d keys in the db at the end",
-        redis.mem_before,
-        redis.mem_per_window.empty()
-            ? -1
-            : *std::max_element(redis.mem_per_window.begin(),
-                                redis.mem_per_window.end()),
-        redis.mem_end, redis.dbsize);
+        "latency, 1 in %d timed: hot keys (%s: offered >= %g%% of the "
+        "limit) %s; cold keys %s\n",
+        o.sample_every, n == 0 ? "none" : absl::StrCat("ranks 0-", n - 1),
+        100 * kHotFraction,
+        LatencyFigures(Latencies(t.samples, [](auto& s) { return s.hot; })),
+        LatencyFigures(Latencies(t.samples, [](auto& s) { return !s.hot; })));
+    out += PerKeySummary(o, t);
   }
-  if (!o.csv.empty()) absl::StrAppend(&out, "\ncsv: ", o.csv);
-  return out + "\n";
+  if (o.mode != Mode::kLocal) {
+    auto m = [&](const char* name) {
+      return static_cast<int64_t>(t.Metric(absl::StrCat("tokenlease_", name)));
+    };
+    const int64_t commands = m("redis_commands_total");
+    const double offered = t.all.offered;
+    absl::StrAppendFormat(
+        &out,
+        "redis: %d commands (%d with the shutdown's), %.1f decisions per "
+        "command; %d timeouts, %d late replies, %d resets, %d errors\n",
+        commands, t.commands_with_shutdown, commands ? offered / commands : 0.0,
+        m("redis_timeouts_total"), m("redis_late_replies_total"),
+        m("redis_resets_total"), m("redis_errors_total"));
+    if (redis.restarted) {
+      out += "redis server: restarted by the outage, its counters lost\n";
+    } else if (redis.ok) {
+      absl::StrAppendFormat(
+          &out,
+          "redis server: %d script calls, %.3f us in scripts per decision "
+          "(%.2f us per call)%s\n",
+          redis.script_calls, redis.script_usec / std::max(offered, 1.0),
+          redis.script_usec / std::max<double>(redis.script_calls, 1),
+          redis.cpu_usec < 0
+              ? ""
+              : absl::StrFormat(", %.3f us of CPU per decision",
+                                redis.cpu_usec / std::max(offered, 1.0)));
+    }
+    if (o.mode == Mode::kLeased) {
+      absl::StrAppendFormat(
+          &out,
+          "leases: %d requests, %d tokens granted, %d returned, %d refused; "
+          "%d charges (%d tokens); %d new keys without a spare entry\n",
+          m("lease_requests_total"), m("tokens_granted_total"),
+          m("tokens_returned_total"), m("lease_refusals_total"),
+          m("charges_total"), m("tokens_charged_total"),
+          m("spare_misses_total"));
+    }
+  }
+  if (!o.csv.empty()) absl::StrAppend(&out, "csv: ", o.csv, "\n");
+  return out;
 }
 
 }  // namespace tokenlease::tools

@@ -1,32 +1,18 @@
 // What the demo prints about a run besides the live rows: the banner, the
-// sums over the instances, the per-window CSV, and the summary with the
-// bounds it checks ("BOUND EXCEEDED" lines). Pure but for WriteCsv.
+// sums over the instances, the per-window CSV, the chart, and the summary: a
+// table of the hot key's admissions by outage phase against their bounds
+// ("BOUND EXCEEDED" lines), then a line each for the outage, the load,
+// Redis and (zipf) the per-key figures. Pure but for WriteFile.
 //
-// Let L be the limit per second, B the burst, N the instances, t a phase's
-// length and D the run's; M = 2 x max_lease - 1 what one instance may hold
-// in leases (max_lease = max_lease_fraction x B), and A = max(1,
-// floor(local_share x B)) what it may admit for a key without a lease with
-// --cold_key_policy=local_share (both 0 but in leased mode, A also for the
-// other policies). From docs/design.md ("Accuracy bound") and
-// docs/operations.md ("Failure modes", "After the outage"), the hot key
-// admits at most:
-//   before, after the outage (Redis decides):  B + L x t + N x (A + M)
-//                                               (not N x (A + M) before)
-//   during, fail_local:   L x t + B + N x (A + M) (the shares start full)
-//   during, fail_closed:  N x (A + M)             (only what was held)
-//   during, fail_open:    none (the limit is off)
-//   whole run:            B + L x D + k x B, k the outage's extra bursts:
-//                         2 with fail_local (the local shares start full;
-//                         the shared bucket refilled meanwhile, or a
-//                         restarted Redis starts full), 1 with fail_closed
-//                         after kill -9 without --start_empty, else 0;
-//                         none with fail_open
-//   any 1 s span:         L + (1 + k) x B + N x M (fail_open: only spans
-//                         clear of the outage)
-//   each key (zipf):      B + L x D + N x (A + M), beside the ideal
-//                         min(offered, B + L x D)
-// Local mode has no outage: only the whole run, and with a window algorithm
-// (fixed_window, sliding_counter) L x (aligned seconds touched).
+// The bounds (BoundOf) are docs/design.md's ("Accuracy bound") and
+// docs/operations.md's ("Failure modes", "After the outage"), in L the
+// limit per second, B the burst, t the span's seconds, N the instances,
+// M = 2 x max lease - 1 what one instance may hold in leases, A what it
+// may admit for a key without a lease (cold_key_policy=local_share), both
+// 0 outside leased mode, and k B the extra bursts of an outage
+// (OutageExtraBursts): 2 with fail_local (the local shares start full, and
+// the shared bucket refills meanwhile or restarts full), 1 with
+// fail_closed after kill -9 without --start_empty; fail_open has none.
 #ifndef TOKENLEASE_TOOLS_DEMO_REPORT_H_
 #define TOKENLEASE_TOOLS_DEMO_REPORT_H_
 
@@ -39,16 +25,21 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
+#include "absl/strings/string_view.h"
 #include "demo/flags.h"
 #include "demo/protocol.h"
 
 namespace tokenlease::tools {
 
-// B, the largest lease, N x M and A (above).
-struct Bounds {
-  int64_t burst = 0, max_lease = 0, held = 0, local_allowance = 0;
-};
-Bounds ComputeBounds(const DemoOptions& o);
+// Formatting shared by the live rows and the summary. The value at quantile
+// q in [0, 1] of `sorted` (the ceil(q * n)-th smallest; the smallest for
+// q = 0; 0 if empty); rounded to a whole number ("1235"); with thousands
+// separators ("1,234,567"); a latency for a narrow column ("240ns",
+// "1.49us", "23.9us", "1.24ms").
+int64_t Percentile(const std::vector<int64_t>& sorted, double q);
+std::string Fmt(double v);
+std::string Commas(int64_t v);
+std::string ShortNs(int64_t ns);
 
 // The run as the parent saw it.
 struct RunRecord {
@@ -61,9 +52,8 @@ struct RunRecord {
 // What the parent read from the Redis server (ok: there is one).
 struct RedisFigures {
   bool ok = false;
-  int64_t mem_before = -1, mem_end = -1;
-  std::vector<int64_t> mem_per_window;  // -1 where not sampled
-  int64_t script_calls = -1, commands_processed = -1, dbsize = -1;
+  std::vector<int64_t> mem_per_window;  // used_memory; -1: not sampled
+  int64_t script_calls = -1;
   // usec= of EVALSHA + EVAL in INFO commandstats (wall time inside the
   // scripts), and the server's CPU time (INFO cpu) from before the
   // instances started to the end.
@@ -79,8 +69,7 @@ struct Totals {
   Counts all;
   std::array<Counts, kOutagePhases> phases;
   std::vector<Sample> samples;
-  std::vector<HealthEvent> events;  // every instance's
-  std::vector<KeyCount> per_key;    // in rank order
+  std::vector<KeyCount> per_key;  // in rank order
   absl::flat_hash_map<std::string, double> metrics;
   int64_t last_ns = 0, commands_with_shutdown = 0;
   double duration_s = 0;  // start to the last decision
@@ -94,6 +83,37 @@ Totals Aggregate(const RunRecord& run);
 std::vector<int64_t> Latencies(const std::vector<Sample>& samples,
                                absl::FunctionRef<bool(const Sample&)> keep);
 
+// A bound on a key's admissions, with its formula ("L t + B + N (A + M)");
+// value < 0: none (fail_open).
+struct Bound {
+  double value = -1;
+  std::string formula;
+};
+enum class Span { kBefore, kDuring, kAfter, kWhole, kBusiest, kKey };
+// The bound (above) of a span of `seconds`.
+Bound BoundOf(const DemoOptions& o, Span span, double seconds);
+// The max lease, M (one instance's) and A of the bounds.
+struct Symbols {
+  int64_t max_lease = 0, held = 0, local_allowance = 0;
+};
+Symbols SymbolsOf(const DemoOptions& o);
+// The extra bursts k of the whole run's bound; -1: no bound (fail_open).
+int OutageExtraBursts(const DemoOptions& o);
+
+// A row of the summary's table: the hot key's admissions in a phase.
+struct PhaseRow {
+  std::string name;  // "before", "during", "after", "whole run"
+  double from_s = 0, to_s = 0;
+  int64_t admitted = 0;
+  Bound bound;
+  std::vector<int64_t> latency;  // sorted; empty for the busiest second
+
+  double Seconds() const { return to_s - from_s; }
+  double Rate() const;  // admitted per second
+};
+// The outage's phases that ran, the whole run and the busiest 1 s span.
+std::vector<PhaseRow> PhaseRows(const DemoOptions& o, const Totals& t);
+
 // The banner: the scenario, the limit, `choices` (DescribeChoices), the
 // lease options and the outage.
 std::string Banner(const DemoOptions& o, const std::string& choices = "");
@@ -104,64 +124,45 @@ std::string Banner(const DemoOptions& o, const std::string& choices = "");
 std::string AutoPath(const DemoOptions& o, const char* extension,
                      std::time_t now);
 
+// Writes `text` to `path`; the error names the file and the flag.
+absl::Status WriteFile(const std::string& path, const std::string& text,
+                       const char* flag);
+
 // The per-window CSV (o.csv): a row per window and instance and an "all"
 // row: window_start_s, instance, offered, admitted, limit_bound (limit x
 // window), hot_offered, hot_admitted, keys, rss_kb, redis_commands_total,
 // redis_used_memory ("all" rows), phase (before, during or after the
 // outage the window starts in; "none" without one).
-absl::Status WriteCsv(const DemoOptions& o, const RunRecord& run,
-                      const Totals& t, const RedisFigures& redis);
+std::string CsvText(const DemoOptions& o, const RunRecord& run, const Totals& t,
+                    const RedisFigures& redis);
 
-// One row of the table by outage phase, with its bound.
-struct PhaseRow {
-  std::string name;  // "before the outage", "during: STOPPED", ...
-  double from_s = 0, to_s = 0;
-  int64_t hot_admitted = 0;
-  std::vector<int64_t> latency;  // sorted
-  std::string transitions;       // "2 healthy->down, 1 down->degraded"
-  // checked false: no bound (fail_open). formula: "burst + limit x time =
-  // 1000 + 10000 x 8.000"; note: what an outage term stands for.
-  bool checked = true;
-  double bound = 0;
-  std::string formula, note;
-
-  double Seconds() const { return to_s - from_s; }
-  double Rate() const;  // hot_admitted per second
-};
-
-// The extra bursts k of the whole run's bound; -1: no bound (fail_open).
-int OutageExtraBursts(const DemoOptions& o);
-// Before, during and after the outage (those that ran), then the whole run.
-std::vector<PhaseRow> PhaseRows(const DemoOptions& o, const RunRecord& run,
-                                const Totals& t);
-// The table and the bound lines under it.
-std::string PhaseTable(const DemoOptions& o, const std::vector<PhaseRow>& rows);
-// The outage as the instances lived it, from their health transitions:
-// when they judged Redis down and when they heard from it again; "" without
-// an outage.
-std::string OutageTimeline(const DemoOptions& o, const RunRecord& run);
-
-// The per-key bound (above) of a run of `duration_s`.
-struct PerKeyBound {
-  int64_t burst = 0, limit = 0, instances = 0, local_allowance = 0, held = 0;
-  double duration_s = 0;
-  double Ideal() const;  // B + L x D
-  double Value() const;  // B + L x D + N x (A + M)
-  // "burst + limit x duration + instances x (A + M) = 100 + 100 x 10.000 +
-  // 2 x (1 + 19) = 1140".
-  std::string Formula() const;
-};
-PerKeyBound ComputePerKeyBound(const DemoOptions& o, double duration_s);
-
-// The zipf run's per-key lines: the ideal admission by Zipf rank group
-// (0-99, 100-999, 1000-9999, 10000+), the bound, the keys over it (the
-// `worst` most admitted of them named).
+// The zipf run's per-key lines: the admissions against the ideal
+// min(offered, L t + B) per key, by Zipf rank group, and the keys over
+// their bound (the `worst` most admitted named).
 std::string PerKeySummary(const DemoOptions& o, const Totals& t,
                           size_t worst = 5);
 
 // The summary, from "== summary" on.
 std::string Summary(const DemoOptions& o, const RunRecord& run, const Totals& t,
                     const RedisFigures& redis);
+
+// The chart (--chart; chart.cc), an SVG document written by a small writer
+// of our own (no dependency): the hot key's admitted rate per window over
+// all instances and per instance, a step per window, against the limit,
+// with the outage shaded, one instance's share during it (fail_local; in
+// local mode all along) and each phase's rate as a note. Elements carry a
+// class so that tests and style sheets can find them: "series global",
+// "series instance" (with a data-name), "rule limit", "rule share", "band
+// outage", "note phase", "x-tick", "y-tick", "legend". x is in seconds
+// from the start (to the end of the last window that ran), y in admissions
+// per second from 0.
+std::string RunChartSvg(const DemoOptions& o, const RunRecord& run,
+                        const Totals& t);
+// Tick values from 0 up to the first at or above `max` (> 0; else 1), in
+// steps of 1, 2 or 5 x 10^k chosen so that there are at most `most` steps.
+std::vector<double> NiceTicks(double max, int most);
+// `text` with &, <, >, " and ' as XML character references.
+std::string XmlEscape(absl::string_view text);
 
 }  // namespace tokenlease::tools
 

@@ -122,7 +122,8 @@ absl::StatusOr<std::unique_ptr<Target>> Target::Create(
     t->leased = *std::move(l);
     t->redis = t->connection.get();
     if (o.use_handle) {
-      absl::StatusOr<LeasedLimiter::Handle> h = t->leased->Resolve(keys.names[0]);
+      absl::StatusOr<LeasedLimiter::Handle> h =
+          t->leased->Resolve(keys.names[0]);
       if (!h.ok()) return h.status();
       t->leased_hot = *std::move(h);
     }

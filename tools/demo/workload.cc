@@ -94,7 +94,7 @@ double ZipfP0(const DemoOptions& o) {
 int64_t HotKeys(const DemoOptions& o) {
   if (o.keys == KeyDist::kHot) return 1;
   // Rank i's rate is p0 x weight(i) x offered; weight(0) = 1.
-  const double p0_rate = ZipfP0(o) * o.OfferedRate();
+  const double p0_rate = ZipfP0(o) * o.offered;
   const double threshold = kHotFraction * static_cast<double>(o.limit);
   if (p0_rate < threshold) return 0;
   // weight(i) = (i + 1)^-s >= threshold / p0_rate  <=>
@@ -182,7 +182,7 @@ void Pacer::Book(int64_t now_ns) {
 }
 
 double CallIntervalNs(const DemoOptions& o) {
-  const double rate = o.OfferedRate() / (o.instances * o.threads);
+  const double rate = o.offered / (o.instances * o.threads);
   return 1e9 / rate;
 }
 

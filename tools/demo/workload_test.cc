@@ -140,7 +140,7 @@ TEST(WorkloadTest, HotKeysOfferAtLeastTenPercentOfTheLimit) {
   ASSERT_LT(hot, o.zipf_keys);
   const double p0 = ZipfP0(o);
   auto rate = [&](int64_t rank) {
-    return p0 * std::pow(rank + 1.0, -o.zipf_s) * o.OfferedRate();
+    return p0 * std::pow(rank + 1.0, -o.zipf_s) * o.offered;
   };
   EXPECT_GE(rate(hot - 1), 0.1 * o.limit);
   EXPECT_LT(rate(hot), 0.1 * o.limit);

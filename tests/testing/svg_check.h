@@ -1,9 +1,9 @@
-// For the tests only: the demo's SVG read back with libxml2 (a maintained,
-// strict XML parser; svg_check_test.cc), so that a chart that is not
-// well-formed fails, and its elements can be found by name and class and
-// their positions checked against the axes' tick labels.
-#ifndef TOKENLEASE_TOOLS_DEMO_SVG_TEST_H_
-#define TOKENLEASE_TOOLS_DEMO_SVG_TEST_H_
+// For the tests only: an SVG document (`tokenlease demo`'s chart) read back
+// with libxml2 (a maintained, strict XML parser), so that a chart that is
+// not well-formed fails, and its elements can be found by name and class
+// and their positions checked against the axes' tick labels.
+#ifndef TOKENLEASE_TESTS_TESTING_SVG_CHECK_H_
+#define TOKENLEASE_TESTS_TESTING_SVG_CHECK_H_
 
 #include <map>
 #include <string>
@@ -12,7 +12,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 
-namespace tokenlease::tools::testing {
+namespace tokenlease::testing {
 
 struct SvgElement {
   std::string name, text;
@@ -39,6 +39,6 @@ std::vector<const SvgElement*> Find(const std::vector<SvgElement>& all,
 // its value's position).
 double Position(const std::vector<SvgElement>& all, const char* axis, double v);
 
-}  // namespace tokenlease::tools::testing
+}  // namespace tokenlease::testing
 
-#endif  // TOKENLEASE_TOOLS_DEMO_SVG_TEST_H_
+#endif  // TOKENLEASE_TESTS_TESTING_SVG_CHECK_H_

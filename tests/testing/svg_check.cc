@@ -1,4 +1,6 @@
-// The libxml2 reading of the demo's SVG for the tests (svg_test.h).
+// The libxml2 reading of an SVG document for the tests (svg_check.h).
+#include "testing/svg_check.h"
+
 #include <libxml/parser.h>
 #include <libxml/tree.h>
 
@@ -11,9 +13,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
-#include "demo/svg_test.h"
 
-namespace tokenlease::tools::testing {
+namespace tokenlease::testing {
 
 std::string SvgElement::Attr(const std::string& k) const {
   const auto it = attrs.find(k);
@@ -96,4 +97,4 @@ double Position(const std::vector<SvgElement>& all, const char* axis,
                   (t.back()->Num("text") - t.front()->Num("text")) * (pb - pa);
 }
 
-}  // namespace tokenlease::tools::testing
+}  // namespace tokenlease::testing
