@@ -2,13 +2,14 @@
 // variable, parsed with absl's flag syntax (absl::ParseFlag, the same
 // parser ABSL_FLAG uses: "1s" for a duration, true/false for a bool, ...).
 //
-// Why not ABSL_FLAG and absl::ParseCommandLine, as `tokenlease demo` does:
-// the program has one global flag registry, and the demo already defines
-// --url, --limit, --algorithm and --seconds there with other types and
-// defaults; and ParseCommandLine exits with status 1 on a bad flag, which
-// for `tokenlease check` means "denied" to a script. A table per command
-// accepts only that command's flags, lists them with their defaults in
-// --help, and returns usage errors for the command to exit with 2.
+// Why not ABSL_FLAG and absl::ParseCommandLine (no command uses them, the
+// demo included): one global flag registry would mix the commands' flags
+// (the demo's --url, --limit, --algorithm and --seconds have other types
+// and defaults than the operator commands'), and ParseCommandLine exits
+// with status 1 on a bad flag, which for `tokenlease check` means "denied"
+// to a script. A table per command accepts only that command's flags,
+// lists them with their defaults in --help, and returns usage errors for
+// the command to exit with 2.
 #ifndef TOKENLEASE_TOOLS_CLI_FLAG_TABLE_H_
 #define TOKENLEASE_TOOLS_CLI_FLAG_TABLE_H_
 
