@@ -3,7 +3,8 @@
 # about 0.05 %) to start, load SCRIPT, serve N EVALSHA calls of one smooth
 # token bucket band (10/s, 1000 random keys, Redis TIME) and shut down.
 # Run it with N = 0 and N > 0 for two builds of a script: the difference
-# over N is the cost per call (docs/benchmarks.md, "Spec stamps").
+# over N is the cost per call (docs/benchmarks.md,
+# "Measurements behind design choices").
 #
 #   bash bench/script_instructions.sh build/release/lua/acquire.lua 4000
 #

@@ -264,7 +264,8 @@ class LeasedLimiter {
     internal::LeaseHot* e = handle.entry_;
     // No load of the balance precedes the subtraction: on x86 a locked
     // instruction waits for earlier loads, and that dependent load cost
-    // about 2 ns (docs/benchmarks.md, "Hot key"). A subtraction that
+    // about 2 ns (docs/benchmarks.md,
+    // "Measurements behind design choices"). A subtraction that
     // finds too few tokens is undone in AfterSubtract and sets the handle's
     // expect_refusal_, so that repeated denials (an exhausted limit under
     // load) only read the shared balance (SlowAcquire) instead of writing it

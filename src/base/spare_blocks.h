@@ -1,7 +1,8 @@
 // SpareBlocks: a stock of memory blocks of one size whose pages are already
 // in memory, so that a thread creating a key neither takes malloc's slow
 // path nor touches a page for the first time. On a VM a first touch costs
-// about 10 us, 45 us at its p99 (docs/benchmarks.md, "Cold keys"), far
+// about 10 us, 45 us at its p99 (docs/benchmarks.md,
+// "Measurements behind design choices"), far
 // more than a decision may. The owner's background thread tops the stock
 // up (Refill) and gives freed blocks back (Free); any thread takes blocks
 // (Allocate) with one compare-and-swap and no lock. When the stock is empty

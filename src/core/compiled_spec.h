@@ -12,7 +12,7 @@
 // Why hazard slots and not the registry's epochs (base/epoch.h): an epoch
 // critical section costs every decision by handle two stores and a
 // thread-local depth count, 1.8 to 2.5 ns of 17 to 20 (docs/benchmarks.md,
-// "UpdateSpec memory bound (issue 11)"). A thread's slot instead keeps the
+// "Measurements behind design choices"). A thread's slot instead keeps the
 // generation it last decided with, one per Limiter in one of
 // kSpecHazardWays ways, until it decides with another one, so a decision
 // only compares the generation it loaded with its slot (a thread-local load

@@ -61,15 +61,19 @@ absl::StatusOr<std::unique_ptr<Limiter>> Limiter::Create(
 Limiter::Limiter(std::unique_ptr<LimiterCore> core) : core_(std::move(core)) {}
 Limiter::~Limiter() = default;
 
+// Each decision path builds one named result and finishes it in place
+// (ApplyShadow says why).
 Decision Limiter::TryAcquire(std::string_view key, int64_t cost) {
-  return core_->Finish(
-      core_->DecideByName(key, BandRequest{core_->Now(), cost}));
+  Decision d = core_->DecideByName(key, BandRequest{core_->Now(), cost});
+  core_->Finish(&d);
+  return d;
 }
 
 Decision Limiter::TryAcquire(std::string_view key, int64_t cost,
                              int64_t now_ns) {
-  return core_->Finish(
-      core_->DecideByName(key, BandRequest{ClampTime(now_ns), cost}));
+  Decision d = core_->DecideByName(key, BandRequest{ClampTime(now_ns), cost});
+  core_->Finish(&d);
+  return d;
 }
 
 Decision Limiter::TryAcquire(const Handle& handle, int64_t cost) {
@@ -78,12 +82,13 @@ Decision Limiter::TryAcquire(const Handle& handle, int64_t cost) {
 
 Decision Limiter::TryAcquire(const Handle& handle, int64_t cost,
                              int64_t now_ns) {
-  // Another limiter's, default-constructed or moved from.
-  if (handle.core_ != core_.get() || handle.entry_ == nullptr) [[unlikely]] {
-    return core_->Finish(LimiterCore::InvalidArgumentDecision());
-  }
-  return core_->Finish(
-      core_->DecidePinned(handle.entry_, BandRequest{ClampTime(now_ns), cost}));
+  // Another limiter's, default-constructed or moved from: bad input.
+  Decision d = handle.core_ != core_.get() || handle.entry_ == nullptr
+                   ? LimiterCore::InvalidArgumentDecision()
+                   : core_->DecidePinned(handle.entry_,
+                                         BandRequest{ClampTime(now_ns), cost});
+  core_->Finish(&d);
+  return d;
 }
 
 absl::StatusOr<Limiter::Handle> Limiter::Resolve(std::string_view key) {
@@ -132,7 +137,7 @@ Reservation Limiter::Reserve(std::string_view key, int64_t cost,
     r.decision = core_->DecideByName(
         key, BandRequest{core_->Now(), cost, max_wait_ns}, &r.wait_ns);
   }
-  r.decision = core_->Finish(r.decision);
+  core_->Finish(&r.decision);
   internal::SettleReservation(&r);
   return r;
 }
@@ -147,18 +152,20 @@ Decision Limiter::Acquire(std::string_view key, int64_t cost,
     BandRequest req{core_->Now(), cost, timeout_ns};
     req.ignore_borrow_cap = true;
     int64_t wait_ns = 0;
-    const Decision d = core_->DecideByName(key, req, &wait_ns);
+    Decision d = core_->DecideByName(key, req, &wait_ns);
     if (d.allowed && wait_ns > 0) absl::SleepFor(absl::Nanoseconds(wait_ns));
-    return core_->Finish(d);
+    core_->Finish(&d);
+    return d;
   }
   // Window algorithms cannot book ahead: retry when the window allows (one
   // decision is counted: the one returned).
   for (;;) {
-    const Decision d =
-        core_->DecideByName(key, BandRequest{core_->Now(), cost});
-    if (d.allowed || d.retry_after_ns == kNever) return core_->Finish(d);
-    const absl::Duration left = real_deadline - absl::Now();
-    if (d.retry_after() > left) return core_->Finish(d);
+    Decision d = core_->DecideByName(key, BandRequest{core_->Now(), cost});
+    if (d.allowed || d.retry_after_ns == kNever ||
+        d.retry_after() > real_deadline - absl::Now()) {
+      core_->Finish(&d);
+      return d;
+    }
     absl::SleepFor(std::max(d.retry_after(), absl::Microseconds(1)));
   }
 }

@@ -36,14 +36,17 @@ using KeyRegistry = ShardedRegistry<KeyEntry>;
 
 // Shadow mode (LimiterOptions::shadow) applied to a denial `d`: admitted
 // with source kShadow when `shadow`, except bad input. Every mode's.
-inline Decision ShadowOf(Decision d, bool shadow) {
-  if (!shadow || d.allowed || d.source == DecisionSource::kInvalidArgument) {
-    return d;
+// In place: the decision paths build one named Decision and return it
+// (the caller's return slot). Copying a Decision just written with 8-byte
+// stores reloads it with 16-byte loads, which stall on store forwarding:
+// 12 to 17 ns measured on a decision by handle.
+inline void ApplyShadow(Decision* d, bool shadow) {
+  if (!shadow || d->allowed || d->source == DecisionSource::kInvalidArgument) {
+    return;
   }
-  d.allowed = true;
-  d.source = DecisionSource::kShadow;
-  d.retry_after_ns = 0;
-  return d;
+  d->allowed = true;
+  d->source = DecisionSource::kShadow;
+  d->retry_after_ns = 0;
 }
 
 // Sets `r`'s grant from its finished decision: shadow mode's admission is
@@ -112,14 +115,13 @@ class LimiterCore final : public KeyRegistry::Owner {
                              int64_t now_ns) const;
   // A copy of the current spec (Limiter::spec()).
   LimitSpec CurrentSpec() const;
-  // What a caller gets: `d` with shadow mode applied (LimiterOptions::
-  // shadow), counted (LimiterStats::decisions).
-  Decision Finish(Decision d) const {
-    if (!d.allowed) [[unlikely]] {
-      d = ShadowOf(d, shadow_);
+  // Makes `*d` what a caller gets, in place (see ApplyShadow): shadow mode
+  // applied (LimiterOptions::shadow), counted (LimiterStats::decisions).
+  void Finish(Decision* d) const {
+    if (!d->allowed) [[unlikely]] {
+      ApplyShadow(d, shadow_);
     }
-    counter_.Count(d);
-    return d;
+    counter_.Count(*d);
   }
   LimiterStats Stats() const {
     LimiterStats s;

@@ -118,8 +118,8 @@ void DirectLimiter::Impl::Submit(std::string_view key, int64_t cost,
   if (cost < 0 || cost > internal::kMaxScriptCost ||
       key.size() > static_cast<size_t>(options_.max_key_bytes)) {
     Reservation r;
-    r.decision =
-        policy_->Finish(internal::LimiterCore::InvalidArgumentDecision());
+    r.decision = internal::LimiterCore::InvalidArgumentDecision();
+    policy_->Finish(&r.decision);
     done(r);
     return;
   }
@@ -144,7 +144,7 @@ void DirectLimiter::Impl::Submit(std::string_view key, int64_t cost,
     } else {
       r.decision = policy->Decide(key, cost, retry_ns);
     }
-    r.decision = policy->Finish(r.decision);
+    policy->Finish(&r.decision);
     internal::SettleReservation(&r);
     return r;
   };
@@ -187,8 +187,8 @@ void DirectLimiter::Impl::Submit(std::string_view key, int64_t cost,
           return;
         }
         Reservation r;
-        r.decision = policy->Finish(
-            internal::ToDecision(*result, DecisionSource::kDirect));
+        r.decision = internal::ToDecision(*result, DecisionSource::kDirect);
+        policy->Finish(&r.decision);
         r.wait_ns = result->wait_us * 1000;
         internal::SettleReservation(&r);
         (*shared)(r);

@@ -32,7 +32,8 @@ absl::Status RedisLeaseTransport::SubmitBatch(std::span<const BatchItem> items,
   if (!batch_.has_value()) batch_.emplace(client_);
   if (items.size() == 1) {
     // A lone item costs less in its single script (1.2 to 1.4x less Redis
-    // time, docs/benchmarks.md "batch.lua"), which replies the same.
+    // time, docs/benchmarks.md,
+    // "Measurements behind design choices"), which replies the same.
     const BatchItem& item = items[0];
     auto one = [done =
                     std::move(done)](absl::StatusOr<RedisReply> reply) mutable {

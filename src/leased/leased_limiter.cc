@@ -243,13 +243,9 @@ template <bool kCount>
 Decision LeasedLimiter::AfterSubtract(const Handle& handle, int64_t cost,
                                       int64_t old) {
   LeaseEntry* e = static_cast<LeaseEntry*>(handle.entry_);
-  // One named result on every path, counted before it returns: the
-  // caller's return slot, with no copy (see LeaseDecider::ByName).
-  Decision d;
   if (old >= cost) {
     // Admitted, and below the low-water mark: ask for the refill now.
     impl_->decider().RequestRefill(e);
-    d = internal::LeaseAdmitted(old - cost);
   } else {
     // relaxed: undoes this call's own subtraction (a count).
     e->balance.fetch_add(cost, std::memory_order_relaxed);
@@ -258,30 +254,30 @@ Decision LeasedLimiter::AfterSubtract(const Handle& handle, int64_t cost,
     if (!handle.expect_refusal_.flag.load(std::memory_order_relaxed)) {
       handle.expect_refusal_.flag.store(true, std::memory_order_relaxed);
     }
-    d = impl_->policy().Shadow(
-        impl_->decider().Slow(e, cost, /*may_wait=*/true));
   }
+  // One named result, built in place and finished in place on every path:
+  // the caller's return slot, never copied (ApplyShadow says why).
+  Decision d = old >= cost ? internal::LeaseAdmitted(old - cost)
+                           : impl_->decider().Slow(e, cost, /*may_wait=*/true);
+  if (!d.allowed) impl_->policy().Shadow(&d);
   if constexpr (kCount) internal::CountDecision(count_base_, d);
   return d;
 }
 
 template <bool kCount>
 Decision LeasedLimiter::SlowAcquire(const Handle& handle, int64_t cost) {
-  Decision d;  // one named result, as in AfterSubtract
-  if (handle.entry_ == nullptr) {
-    d = internal::LimiterCore::InvalidArgumentDecision();
-  } else {
-    LeaseEntry* e = static_cast<LeaseEntry*>(handle.entry_);
-    // Reached with an out-of-range cost, or when the handle expects a
-    // refusal: Decide reads the balance before it subtracts, so denials
-    // leave the balance's cache line shared. Enough tokens clear the mark.
-    if (cost > 0 && cost <= handle.max_cost_.value &&
-        e->balance.load(std::memory_order_relaxed) >= cost) {
-      handle.expect_refusal_.flag.store(false, std::memory_order_relaxed);
-    }
-    d = impl_->decider().Decide(e, cost);
-    if (!d.allowed) d = impl_->policy().Shadow(d);
+  LeaseEntry* e = static_cast<LeaseEntry*>(handle.entry_);
+  // Reached with an out-of-range cost, or when the handle expects a
+  // refusal: Decide reads the balance before it subtracts, so denials
+  // leave the balance's cache line shared. Enough tokens clear the mark.
+  if (e != nullptr && cost > 0 && cost <= handle.max_cost_.value &&
+      e->balance.load(std::memory_order_relaxed) >= cost) {
+    handle.expect_refusal_.flag.store(false, std::memory_order_relaxed);
   }
+  // One named result, as in AfterSubtract.
+  Decision d = e == nullptr ? internal::LimiterCore::InvalidArgumentDecision()
+                            : impl_->decider().Decide(e, cost);
+  if (!d.allowed) impl_->policy().Shadow(&d);
   if constexpr (kCount) internal::CountDecision(count_base_, d);
   return d;
 }

@@ -41,15 +41,15 @@ class FailurePolicy {
   Reservation Reserve(std::string_view key, int64_t cost,
                       absl::Duration max_wait, int64_t retry_ns);
 
-  // Shadow mode applied to a denial (LimiterOptions::shadow).
-  Decision Shadow(const Decision& d) const { return ShadowOf(d, shadow_); }
+  // Shadow mode applied to a denial, in place (LimiterOptions::shadow;
+  // ApplyShadow says why in place).
+  void Shadow(Decision* d) const { ApplyShadow(d, shadow_); }
   // Counts `d` (LimiterStats::decisions).
   void Count(const Decision& d) const { counter_.Count(d); }
-  // What the caller gets: shadow mode applied, then counted.
-  Decision Finish(Decision d) const {
-    if (!d.allowed) d = Shadow(d);
-    Count(d);
-    return d;
+  // Makes `*d` what the caller gets: shadow mode applied, then counted.
+  void Finish(Decision* d) const {
+    if (!d->allowed) Shadow(d);
+    Count(*d);
   }
   // The first cell of this limiter's decision counts (for an inline path
   // that counts by itself).

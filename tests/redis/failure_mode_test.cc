@@ -119,7 +119,9 @@ TEST_P(FailureModeTest, TheModeDecidesWhileRedisIsAwayAndLeasingResumes) {
                                   : limiter->TryAcquire("k");  // by name too
     admitted += d.allowed;
     EXPECT_EQ(d.source, testing::ModeSource(c.mode));
-    if (c.mode == FailureMode::kFailClosed) EXPECT_GT(d.retry_after_ns, 0);
+    if (c.mode == FailureMode::kFailClosed) {
+      EXPECT_GT(d.retry_after_ns, 0);
+    }
   }
   const SharedLimitStats s = limiter->stats();
   EXPECT_EQ(s.mode, LimiterMode::kLeased);

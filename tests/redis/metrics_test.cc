@@ -151,7 +151,9 @@ TEST_F(MetricsTest, LeasedCountsAKnownRunAndTheTextSaysTheSame) {
       const Decision d = t.Add(limiter->TryAcquire(*b));
       b_admitted += d.allowed;
       refused = !d.allowed && limiter->Inspect("b")->denied;
-      if (refused) EXPECT_EQ(d.source, DecisionSource::kLease);
+      if (refused) {
+        EXPECT_EQ(d.source, DecisionSource::kLease);
+      }
     }
     Sync(*limiter);
   }
