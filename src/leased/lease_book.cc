@@ -557,8 +557,14 @@ void LeaseBook::Expire(int64_t now, LeaseCalls* out,
   }
 }
 
-bool LeaseBook::Evictable(const LeaseEntry* e, int64_t now) const {
-  const LeaseRecord& rec = e->record;
+bool LeaseBook::Evictable(LeaseEntry* e, int64_t now) {
+  LeaseRecord& rec = e->record;
+  if (rec.last_active_ns == kNotSeen) {
+    // Retiring it now could deny the decision creating it, or leave its
+    // charge to the graveyard after Sync said the book was idle.
+    rec.last_active_ns = now;
+    return false;
+  }
   // relaxed loads: the caller holds the registry's writer lock (no lookup by
   // name), pins are zero (no handle), and the rest is this thread's state.
   return e->balance.load(std::memory_order_relaxed) == 0 &&

@@ -173,7 +173,9 @@ class LeaseBook {
   // unleased admissions, call in flight or scheduled, cached refusal), was
   // last active `idle_evict` ago, and a fresh entry's credit would be no
   // more than it could get (CreditIsFresh): dropping it changes nothing.
-  bool Evictable(const LeaseEntry* e, int64_t now) const;
+  // A key no sweep has seen before is not idle (a decision just created
+  // it): its first sweep stamps it active at `now`.
+  bool Evictable(LeaseEntry* e, int64_t now);
   // Takes over a retired entry that no decision can reach any more: a
   // decision that admitted from its local share after Evictable said yes
   // left tokens to charge, which DrainGraveyard sends before it deletes the

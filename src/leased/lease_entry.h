@@ -38,6 +38,10 @@ inline constexpr uint32_t kNearLimit = 256;    // Redis's last reply said at
                                                // (a metric; never blocks
                                                // eviction)
 
+// LeaseRecord::last_active_ns of a key no sweep has seen yet: a decision
+// created it since the last sweep, maybe a decision still running on it.
+inline constexpr int64_t kNotSeen = INT64_MIN;
+
 // The lease book's record of one key (LeaseBook; reconciler thread only).
 struct LeaseRecord {
   uint64_t id = 0;            // unique within the limiter (lease ids)
@@ -64,7 +68,9 @@ struct LeaseRecord {
   int64_t charge_outage = 0;       // of which admitted under the failure mode
   int charge_error_streak = 0;     // consecutive failed charges
   int64_t charge_retry_at_ns = 0;  // book clock: no charge before this
-  int64_t last_active_ns = 0;      // last refill request or grant
+  // Last refill request, grant or charge; kNotSeen until the reconciler's
+  // first sweep over the key (LeaseBook::Evictable).
+  int64_t last_active_ns = kNotSeen;
   int heap_refs = 0;               // entries in the expiry heap
   int releases_pending = 0;        // releases queued or in flight
   int charge_retry_refs = 0;       // times the key waits in the charge retries

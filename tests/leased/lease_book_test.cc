@@ -454,7 +454,12 @@ TEST_F(LeaseBookTest, DeclineChargesAndAnswersWithoutALease) {
 
 TEST_F(LeaseBookTest, EvictableOnlyWhenNothingIsHeldOrPending) {
   const int64_t idle = absl::ToInt64Nanoseconds(options_.idle_evict);
-  EXPECT_TRUE(book_.Evictable(e_.get(), kT0));  // never used
+  // A key no sweep has seen is not idle: a decision may be creating it
+  // (retiring it then denied that decision, or left its charge unsent when
+  // Sync returned). Its first sweep stamps it; idle_evict later it is idle.
+  EXPECT_FALSE(book_.Evictable(e_.get(), kT0));
+  EXPECT_FALSE(book_.Evictable(e_.get(), kT0 + idle - 1));
+  EXPECT_TRUE(book_.Evictable(e_.get(), kT0 + idle));  // never used
   Grant(2, kT0);
   const int64_t ttl = absl::ToInt64Nanoseconds(options_.lease_ttl);
   EXPECT_FALSE(book_.Evictable(e_.get(), kT0 + idle));  // holds a lease

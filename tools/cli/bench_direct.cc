@@ -131,8 +131,8 @@ DirectResult MeasureDirect(const BenchOptions& options, const std::string& url,
   }
   // Warm-up: the connection, the script's first EVAL, the server's caches.
   for (int i = 0; i < kWarmupCalls; ++i) {
-    const Decision d = (*limiter)->TryAcquire(absl::StrCat("k", i % kKeys),
-                                              1, absl::Seconds(2));
+    const Decision d = (*limiter)->TryAcquire(absl::StrCat("k", i % kKeys), 1,
+                                              absl::Seconds(2));
     if (d.source != DecisionSource::kDirect) {
       r.note = absl::StrCat("no decision from Redis (",
                             DecisionSourceName(d.source), ")");
