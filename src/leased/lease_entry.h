@@ -71,9 +71,9 @@ struct LeaseRecord {
   // Last refill request, grant or charge; kNotSeen until the reconciler's
   // first sweep over the key (LeaseBook::Evictable).
   int64_t last_active_ns = kNotSeen;
-  int heap_refs = 0;               // entries in the expiry heap
-  int releases_pending = 0;        // releases queued or in flight
-  int charge_retry_refs = 0;       // times the key waits in the charge retries
+  int heap_refs = 0;          // entries in the expiry heap
+  int releases_pending = 0;   // releases queued or in flight
+  int charge_retry_refs = 0;  // times the key waits in the charge retries
   // Local credit handed to the decision path and not yet taken by a charge:
   // always equal to local_share + unsynced once in-flight decisions land
   // (the book's own count, so it never reads the two atomics as a pair).
