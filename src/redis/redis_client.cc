@@ -516,7 +516,7 @@ class RedisClient::Loop {
     if (--conn->handshake_left == 0) MarkReady(conn);
   }
 
-  static void OnSinceCb(redisAsyncContext* ac, void* r, void* privdata) {
+  static void OnSinceCb(redisAsyncContext* /*ac*/, void* r, void* privdata) {
     auto* conn = static_cast<Connection*>(privdata);
     conn->loop->OnSince(conn, static_cast<redisReply*>(r));
   }

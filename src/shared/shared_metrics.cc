@@ -54,7 +54,7 @@ constexpr Series kSeries[] = {
      [](const S& s) { return s.key_errors; }, nullptr},
     {Part::kShared, "tokenlease_instances",
      "Instances the fail_local share is divided by now.", nullptr,
-     [](const S& s) { return double{s.instances}; }},
+     [](const S& s) { return static_cast<double>(s.instances); }},
     {Part::kShared, "tokenlease_announcements_total",
      "Instance announcements Redis answered.",
      [](const S& s) { return s.announcements; }, nullptr},
