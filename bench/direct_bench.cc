@@ -9,7 +9,12 @@
 //         client thread pipelines whatever is pending into one write.
 //
 // Usage: direct_bench [--url=redis://127.0.0.1:PORT] [--callers=1,8,64]
-//                     [--seconds=3]
+//                     [--seconds=3] [--keys=1] [--durable_replicas=0]
+// --keys=N: caller i decides on key i % N (default 1: one hot key); with a
+// redis+cluster:// URL the keys spread over the primaries, and only direct
+// mode runs (the synchronous baselines speak to one server).
+// --durable_replicas=N: RedisOptions::durable_replicas for direct mode (the
+// server needs N replicas): what a WAIT after each write costs.
 // Prints, per caller count: throughput and p50/p99 latency of each mode and
 // the ratio direct/naive. Without --url (or TOKENLEASE_BENCH_REDIS_URL) it
 // starts a private redis-server for the run (support/redis_server.h), and
@@ -380,6 +385,8 @@ int main(int argc, char** argv) {
   double seconds = 3;
   bool batch = false;
   bool seconds_given = false;
+  int nkeys = 1;
+  int durable = 0;
   for (int i = 1; i < argc; ++i) {
     absl::string_view a = argv[i];
     if (a == "--batch") {
@@ -397,6 +404,16 @@ int main(int argc, char** argv) {
         }
         callers.push_back(n);
       }
+    } else if (absl::ConsumePrefix(&a, "--durable_replicas=")) {
+      if (!absl::SimpleAtoi(a, &durable) || durable < 0 || durable > 16) {
+        std::fprintf(stderr, "bad --durable_replicas (0 to 16)\n");
+        return 2;
+      }
+    } else if (absl::ConsumePrefix(&a, "--keys=")) {
+      if (!absl::SimpleAtoi(a, &nkeys) || nkeys < 1 || nkeys > 1 << 20) {
+        std::fprintf(stderr, "bad --keys (1 to 1048576)\n");
+        return 2;
+      }
     } else if (absl::ConsumePrefix(&a, "--seconds=")) {
       if (!absl::SimpleAtod(a, &seconds) || seconds <= 0 || seconds > 600) {
         std::fprintf(stderr, "bad --seconds\n");
@@ -406,7 +423,8 @@ int main(int argc, char** argv) {
     } else {
       std::fprintf(stderr,
                    "usage: direct_bench [--url=redis://HOST:PORT] "
-                   "[--callers=1,8,64] [--seconds=3] [--batch]\n");
+                   "[--callers=1,8,64] [--seconds=3] [--keys=1] "
+                   "[--durable_replicas=0] [--batch]\n");
       return 2;
     }
   }
@@ -428,7 +446,10 @@ int main(int argc, char** argv) {
     if (server != nullptr) PrintScriptStats(*server);
   };
   auto ep = tokenlease::internal::ParseRedisUrl(url);
-  if (!ep.ok() || !ep->socket_path.empty()) {
+  const bool cluster =
+      ep.ok() &&
+      ep->topology == tokenlease::internal::RedisEndpoint::Topology::kCluster;
+  if (!ep.ok() || !ep->socket_path.empty() || (batch && cluster)) {
     std::fprintf(stderr, "need a redis://host:port url: %s\n",
                  ep.status().ToString().c_str());
     return 2;
@@ -451,6 +472,7 @@ int main(int argc, char** argv) {
   tokenlease::DirectLimiterOptions options;
   options.redis.url = url;
   options.redis.command_timeout = absl::Seconds(5);
+  options.redis.durable_replicas = durable;
   options.key_prefix = "bench:direct:";
   auto limiter = tokenlease::DirectLimiter::Create(spec, options);
   if (!limiter.ok()) {
@@ -487,7 +509,21 @@ int main(int argc, char** argv) {
               tokenlease::internal::RedactRedisUrl(url).c_str(), seconds);
   std::printf("%-8s %-7s %12s %10s %10s %7s\n", "callers", "mode",
               "decisions/s", "p50_us", "p99_us", "errors");
+  std::vector<std::string> keys;
+  for (int k = 0; k < nkeys; ++k) {
+    keys.push_back(nkeys == 1 ? "hot" : absl::StrCat("k", k));
+  }
   for (int n : callers) {
+    if (cluster) {
+      RunResult direct = Drive(n, seconds, [&](int t) {
+        return (*limiter)->TryAcquire(keys[t % nkeys]).source ==
+               tokenlease::DecisionSource::kDirect;
+      });
+      std::printf("%-8d %-7s %12.0f %10.1f %10.1f %7lld\n", n, "direct",
+                  direct.per_second, direct.p50_us, direct.p99_us,
+                  static_cast<long long>(direct.errors));
+      continue;
+    }
     RunResult naive = Drive(n, seconds, [&](int) {
       std::lock_guard<std::mutex> lock(sync_mu);
       auto* r = static_cast<redisReply*>(
@@ -507,8 +543,8 @@ int main(int argc, char** argv) {
       return ok;
     });
     // Not Redis's decision (the failure mode's) counts as an error.
-    RunResult direct = Drive(n, seconds, [&](int) {
-      return (*limiter)->TryAcquire("hot").source ==
+    RunResult direct = Drive(n, seconds, [&](int t) {
+      return (*limiter)->TryAcquire(keys[t % nkeys]).source ==
              tokenlease::DecisionSource::kDirect;
     });
     std::printf("%-8d %-7s %12.0f %10.1f %10.1f %7lld\n", n, "naive",

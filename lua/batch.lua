@@ -8,6 +8,13 @@
 --       keys as acquire.lua takes them ("{tag}:b<i>", and "{tag}:b<i>:m"
 --       right after a sliding_log band's); a lease or release item, the
 --       same, then its lease key "{tag}:r:<lease_id>".
+--       Or no KEYS at all (the Redis Cluster form): the same keys, in the
+--       same order, in ARGV right after the items (before
+--       empty_since_us). Redis Cluster routes a call by its declared keys,
+--       which must share one hash slot; keys read by the script but not
+--       declared may be of any slot the node serves (a key of another
+--       node, or of a slot in migration, fails its item alone: "non local
+--       key").
 -- ARGV: 1 "1" (protocol), 2 now_us (-1 = TIME, read once for the call),
 --       3 max_borrow_us, 4 band count n, then 9 fields per band (as in
 --       acquire.lua), then the item count m (0 to MAX_ITEMS), then per item
@@ -88,13 +95,18 @@ for j = 1, m do
             '\'; acquire, lease, charge or release'}
   end
 end
-local SI = ai  -- where empty_since_us is, if given
+-- Where the items' keys are: KEYS, or (no KEYS declared, items with keys:
+-- the Redis Cluster form, for items of several hash slots of one node)
+-- ARGV right after the items.
+local IK, ik = KEYS, 0  -- the keys' table, and the index before the first
+if #KEYS == 0 and nk > 0 then IK, ik = A, ai - 1 end
+local SI = ai + (IK == A and nk or 0)  -- where empty_since_us is, if given
 --@include lib/args.lua since
-if #A ~= ai - 1 and #A ~= SI then
-  return {err = ERR .. 'expected ' .. (ai - 1) .. ' arguments for ' .. m ..
-          ' items (' .. ai .. ' with empty_since_us), got ' .. #A}
+if #A ~= SI - 1 and #A ~= SI then
+  return {err = ERR .. 'expected ' .. (SI - 1) .. ' arguments for ' .. m ..
+          ' items (' .. SI .. ' with empty_since_us), got ' .. #A}
 end
-if #KEYS ~= nk then
+if IK == KEYS and #KEYS ~= nk then
   return {err = ERR .. 'expected ' .. nk .. ' keys, got ' .. #KEYS}
 end
 
@@ -155,14 +167,14 @@ local function bad_arg(j, field, v, range)
 end
 
 -- The items, in order.
-local out, ko = {}, 1  -- the replies; KEYS index of the item's first key
+local out, ko = {}, 1  -- the replies; key index of the item's first key
 ai = im + 1
 for j = 1, m do
   local op, kk = A[ai], ko
   for i = 1, nb do
     local b = bands[i]
-    b.key = KEYS[kk]; kk = kk + 1
-    if b.kind == 'log' then b.meta = KEYS[kk]; kk = kk + 1 end
+    b.key = IK[ik + kk]; kk = kk + 1
+    if b.kind == 'log' then b.meta = IK[ik + kk]; kk = kk + 1 end
   end
   local v1, v2, ok, r = A[ai + 1], A[ai + 2]
   grant_key = false
@@ -170,7 +182,7 @@ for j = 1, m do
     local v3 = A[ai + 3]
     ai = ai + 4
     if op == 'lease' then
-      grant_key = KEYS[kk]; kk = kk + 1
+      grant_key = IK[ik + kk]; kk = kk + 1
       r = lease_key_error(grant_key, bands[1].key)
     end
     wanted = v1 == '1' and 1 or int_arg(v1, 0, 1125899906842624)
@@ -201,7 +213,7 @@ for j = 1, m do
     end
   else  -- release
     ai = ai + 3
-    dedup = KEYS[kk]; kk = kk + 1
+    dedup = IK[ik + kk]; kk = kk + 1
     r = lease_key_error(dedup, bands[1].key)
     amount = v1 == '1' and 1 or int_arg(v1, 0, 1125899906842624)
     granted_at = int_arg(v2, 0, 4503599627370496)

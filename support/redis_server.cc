@@ -55,28 +55,6 @@ absl::StatusOr<int> FreeLoopbackPort() {
   return ntohs(addr.sin_port);
 }
 
-// `s` as one redis.conf argument: double-quoted, with the escapes redis
-// reads there (sdssplitargs), so a password or path may hold any byte.
-std::string ConfQuote(std::string_view s) {
-  std::string out = "\"";
-  for (const char c : s) {
-    const auto u = static_cast<unsigned char>(c);
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += c;
-    } else if (u < 0x20 || u >= 0x7f) {
-      constexpr char kHex[] = "0123456789abcdef";
-      out += "\\x";
-      out += kHex[u >> 4];
-      out += kHex[u & 0xf];
-    } else {
-      out += c;
-    }
-  }
-  out += '"';
-  return out;
-}
-
 // True once `pid` has exited (and reaps it).
 bool Exited(pid_t pid) {
   int status = 0;
@@ -118,6 +96,26 @@ struct ChildSetup {
 }
 
 }  // namespace
+
+std::string ConfQuote(std::string_view s) {
+  std::string out = "\"";
+  for (const char c : s) {
+    const auto u = static_cast<unsigned char>(c);
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += c;
+    } else if (u < 0x20 || u >= 0x7f) {
+      constexpr char kHex[] = "0123456789abcdef";
+      out += "\\x";
+      out += kHex[u >> 4];
+      out += kHex[u & 0xf];
+    } else {
+      out += c;
+    }
+  }
+  out += '"';
+  return out;
+}
 
 std::string FindOnPath(const std::string& name) {
   if (name.find('/') != std::string::npos) {

@@ -20,10 +20,8 @@
 // the redis.conf the launcher writes, so `config_lines` reaches any
 // directive ("cluster-enabled yes", "tls-port 0", "tls-cert-file ...") and
 // `extra_args` anything that only the command line takes ("--sentinel",
-// after the file). A cluster launcher holds six RedisServer objects with
-// cluster-enabled config lines (each also needs its port + 10000 free for
-// the bus) and runs `redis-cli --cluster create` over their addresses; it
-// belongs next to this file as its own class, reusing RedisServer as is.
+// after the file). The Redis Cluster and Sentinel launchers
+// (redis_cluster.h) are built that way, reusing RedisServer as is.
 // TLS will also need the ready check (PING) and SyncRedis to speak TLS.
 #ifndef TOKENLEASE_SUPPORT_REDIS_SERVER_H_
 #define TOKENLEASE_SUPPORT_REDIS_SERVER_H_
@@ -33,6 +31,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -177,6 +176,11 @@ absl::StatusOr<std::unique_ptr<Server>> StartRedisServer(
   if (absl::Status s = server->Start(); !s.ok()) return s;
   return server;
 }
+
+// `s` as one redis.conf argument: double-quoted, with the escapes redis
+// reads there (sdssplitargs), so a password or path may hold any byte.
+// For config_lines that carry such values ("masterauth " + ConfQuote(pw)).
+std::string ConfQuote(std::string_view s);
 
 // The path of the program `name` on PATH (or `name` itself if it holds a
 // '/' and is executable); "" if there is none.

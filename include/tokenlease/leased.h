@@ -97,8 +97,10 @@ struct LeaseOptions {
   // Redis items for keys visited often; smaller: Redis and the other
   // instances see the usage sooner. 0 .. lease_ttl.
   absl::Duration charge_delay = absl::Milliseconds(50);
-  // One hash slot per batch call (for Redis Cluster, where one script call
-  // must stay within one slot). A single Redis takes any keys in one call.
+  // One hash slot per batch call, as Redis Cluster needs (one script
+  // call's keys must share a slot). Always on for a redis+cluster://
+  // endpoint, whatever this says; a single Redis takes any keys in one
+  // call.
   bool group_batches_by_slot = false;
   // Key entries kept ready, their memory already faulted in by the
   // reconciler, so that a decision on a new key allocates nothing and

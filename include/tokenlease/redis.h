@@ -23,7 +23,10 @@ struct RedisConnectionAccess;  // src/redis/redis_client.h
 }  // namespace internal
 
 // How well Redis answers, as one connection sees it. Judged on the client
-// thread from replies, timeouts and the socket (docs/operations.md).
+// thread from replies, timeouts and the socket (docs/operations.md). For a
+// Redis Cluster, per node: a key's limit follows the health of the primary
+// of its hash slot, and RedisConnection::health() is kHealthy when every
+// primary is, kDown when every primary is, kDegraded otherwise.
 enum class RedisHealth : uint8_t {
   // Logged in, and every reply of the last `degraded_hold` came back within
   // `slow_reply` (no command timed out).
@@ -53,9 +56,46 @@ struct RedisHealthEvent {
 // How to reach Redis. Every field has a usable default; Validate() says
 // which one is out of range.
 struct RedisOptions {
-  // "redis://[[user]:password@]host[:port][/db]" or "unix:///path[?db=N]".
-  // A host name is resolved once, when the connection is created.
+  // Where Redis is (docs/operations.md "Endpoints"):
+  //   "redis://[[user]:password@]host[:port][/db]", "unix:///path[?db=N]":
+  //     one server;
+  //   "redis+cluster://[[user]:password@]host:port[,host:port...]": a Redis
+  //     Cluster, from any of its nodes (the seeds); commands go to the
+  //     primary of their keys' hash slot;
+  //   "redis+sentinel://[[user]:password@]host:port[,...]/name[/db]": the
+  //     primary that the sentinels at host:port (default port 26379)
+  //     monitor as `name`.
+  // The credentials are the data nodes' (for sentinels: sentinel_user and
+  // sentinel_password). Host names are resolved once, when the connection
+  // is created; cluster nodes are reached at the addresses they announce.
   std::string url = "redis://127.0.0.1:6379";
+  // Sentinel endpoints: how to log in to the sentinels (AUTH), when they
+  // require it; empty password: no AUTH. Ignored by other endpoints.
+  std::string sentinel_user;
+  std::string sentinel_password;
+  // Redis Cluster: the least time between two reads of the slot map
+  // (CLUSTER SLOTS). A map is read at start, after a MOVED reply, after a
+  // node's connect failure or timeout, and while a node that owns slots is
+  // down; never more often than this, never more than one at a time, and
+  // never blocking the client thread. Smaller: a failover is followed
+  // sooner; larger: less load on a cluster in trouble. 1 ms .. 1 min.
+  absl::Duration topology_refresh_interval = absl::Milliseconds(100);
+  // Durable grants (docs/operations.md "Failover"). Redis replicates
+  // asynchronously: a primary that fails may not have passed its last
+  // writes on, and the replica that replaces it then lacks grants already
+  // used, which the limit hands out again. With durable_replicas > 0,
+  // every write of the scripts (a lease, charge, release or direct
+  // decision) is followed on its connection by WAIT durable_replicas
+  // durable_timeout (one WAIT per pipelined write), and its reply is used
+  // only once that many replicas hold it; a write they did not confirm in
+  // time fails with Unavailable ("not durable"), and the limit's failure
+  // mode decides instead (its tokens stay spent: nothing is admitted
+  // twice). Costs a replication round trip per write and one WAIT command
+  // per write; docs/benchmarks.md "Failover" measures it. 0 (default):
+  // replies are used at once. 0 .. 16; 1 ms <= durable_timeout <
+  // command_timeout.
+  int durable_replicas = 0;
+  absl::Duration durable_timeout = absl::Milliseconds(100);
   // Connect plus AUTH and SELECT must finish within this, else the attempt
   // is abandoned and retried after a backoff. 1 ms .. 1 min.
   absl::Duration connect_timeout = absl::Seconds(1);
@@ -138,6 +178,24 @@ struct RedisStats {
   // restart without persistence, FLUSHALL, a failover to an empty replica).
   uint64_t data_losses = 0;
   RedisHealth health = RedisHealth::kDegraded;  // now
+  // Redis Cluster (0 elsewhere): redirects followed (MOVED: the slot lives
+  // elsewhere now, the map is read again; ASK: one command goes to the
+  // node importing its slot), slot map reads sent (CLUSTER SLOTS), and the
+  // primaries the current map names, and how many of them are kDown.
+  uint64_t moved = 0;
+  uint64_t asked = 0;
+  uint64_t topology_refreshes = 0;
+  int nodes = 0;
+  int nodes_down = 0;
+  // Sentinel endpoints (0 elsewhere): times the sentinels were asked for
+  // the primary, and times a server found was refused (not a primary, or
+  // it answered READONLY or LOADING).
+  uint64_t sentinel_queries = 0;
+  uint64_t role_refusals = 0;
+  // durable_replicas > 0: WAIT commands sent, and script replies refused
+  // because fewer replicas than asked confirmed them in time.
+  uint64_t durability_waits = 0;
+  uint64_t not_durable = 0;
   // Round trips: from a command's write to its reply (late replies and
   // error replies included; a command that got no reply is in `timeouts`
   // or failed with its connection), measured on the client thread.

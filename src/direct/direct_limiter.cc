@@ -151,10 +151,13 @@ void DirectLimiter::Impl::Submit(std::string_view key, int64_t cost,
   // A connection that is down decides at once instead of making every
   // call wait for its deadline; the connection reconnects and probes on
   // its own, and calls go to Redis again once it answers.
-  if (connection_->health() == RedisHealth::kDown) {
-    done(fail(absl::UnavailableError(
-                  absl::StrCat("Redis at ", connection_->endpoint(),
-                               " is down (RedisHealth::kDown)")),
+  if (client_.HealthOfSlot(client_.cluster()
+                               ? internal::LimitSlot(options_.key_prefix, key)
+                               : 0) == RedisHealth::kDown) {
+    done(fail(absl::UnavailableError(absl::StrCat(
+                  "Redis at ", connection_->endpoint(),
+                  client_.cluster() ? " (the primary of this key's slot)" : "",
+                  " is down (RedisHealth::kDown)")),
               false));
     return;
   }

@@ -64,7 +64,8 @@ Decision LeaseDecider::Slow(LeaseEntry* e, int64_t cost, bool may_wait) {
   const uint32_t flags = e->flags.load(std::memory_order_acquire);
   // Redis cannot decide for this key: its failure mode decides, instead
   // of local credit (whose charge could not be made) or a wait.
-  const bool no_redis = (flags & kRedisFailed) || transport_->Down();
+  const bool no_redis =
+      (flags & kRedisFailed) || transport_->DownFor(e->name());
   if (!(flags & kHasLease) && !no_redis) {
     switch (options_.lease.cold_key_policy) {
       case ColdKeyPolicy::kLocalShare:

@@ -62,12 +62,38 @@ absl::Status RedisLeaseTransport::SubmitBatch(std::span<const BatchItem> items,
         std::move(one), absl::ZeroDuration(), start_empty_);
   }
   const size_t n = items.size();
+  // A cluster call whose items span slots (of one node: the reconciler
+  // groups them by CallGroup) declares no keys and is routed by its first
+  // item's slot; one of a single slot declares them (MOVED and ASK then
+  // apply to the whole call).
+  int route_slot = -1;
+  if (client_->cluster()) {
+    const uint16_t first = LimitSlot(key_prefix_, items[0].name);
+    for (const BatchItem& item : items) {
+      if (LimitSlot(key_prefix_, item.name) != first) route_slot = first;
+    }
+  }
+  RedisClient* client = client_;
   return batch_->SubmitScript(
-      kBatchScript, BatchArguments(spec_, key_prefix_, items),
-      [n, done = std::move(done)](absl::StatusOr<RedisReply> reply) mutable {
-        done(SplitBatchReply(std::move(reply), n));
+      kBatchScript,
+      BatchArguments(spec_, key_prefix_, items, -1, route_slot >= 0),
+      [n, client, by_hand = route_slot >= 0,
+       done = std::move(done)](absl::StatusOr<RedisReply> reply) mutable {
+        BatchReplies replies = SplitBatchReply(std::move(reply), n);
+        if (by_hand) {
+          // An item of a slot the node does not serve (the map moved on):
+          // it fails alone; a new map sends its retry where it belongs.
+          for (const absl::StatusOr<RedisReply>& r : replies) {
+            if (r.ok() && r->is_error() &&
+                r->str.find("non local key") != std::string::npos) {
+              client->AskForSlotMap();
+              break;
+            }
+          }
+        }
+        done(std::move(replies));
       },
-      absl::ZeroDuration(), start_empty_);
+      absl::ZeroDuration(), start_empty_, route_slot);
 }
 
 }  // namespace tokenlease::internal

@@ -37,8 +37,16 @@ class LeaseTransport {
                                    BatchCallback done) = 0;
   // Sends what was queued since the last Flush (one pipelined write).
   virtual void Flush() = 0;
-  // True while Redis cannot answer (RedisHealth::kDown). Any thread.
+  // True while Redis cannot answer (RedisHealth::kDown; a cluster: every
+  // primary). Any thread.
   virtual bool Down() const { return false; }
+  // True while the server of limit key `name` cannot answer (a cluster:
+  // the primary of its slot; elsewhere Down()). Any thread.
+  virtual bool DownFor(std::string_view /*name*/) const { return Down(); }
+  // True when one batch call may carry only keys of one group (Redis
+  // Cluster: of one node), CallGroup says which.
+  virtual bool GroupsCalls() const { return false; }
+  virtual int64_t CallGroup(std::string_view /*name*/) const { return 0; }
 };
 
 // Splits the reply of a batch call of `n` items into one reply per item.
@@ -66,6 +74,19 @@ class RedisLeaseTransport final : public LeaseTransport {
   // reconciler's thread, as SubmitBatch).
   void SetSpec(const LimitSpec& spec) { spec_ = spec; }
   bool Down() const override { return client_->health() == RedisHealth::kDown; }
+  bool DownFor(std::string_view name) const override {
+    if (!client_->cluster()) return Down();
+    return client_->HealthOfSlot(LimitSlot(key_prefix_, name)) ==
+           RedisHealth::kDown;
+  }
+  // A cluster: the primary of the key's slot (a slot whose primary is not
+  // known yet is a group of its own).
+  bool GroupsCalls() const override { return client_->cluster(); }
+  int64_t CallGroup(std::string_view name) const override {
+    const uint16_t slot = LimitSlot(key_prefix_, name);
+    const int node = client_->NodeOfSlot(slot);
+    return node >= 0 ? node : int64_t{1} << 20 | slot;
+  }
 
  private:
   RedisClient* const client_;

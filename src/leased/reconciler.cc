@@ -5,6 +5,7 @@
 #include <deque>
 #include <memory>
 #include <string>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -24,7 +25,7 @@ Reconciler::Reconciler(LeaseBook* book, LeaseRegistry* registry,
       tick_ns_(absl::ToInt64Nanoseconds(options.tick)),
       batch_window_ns_(absl::ToInt64Nanoseconds(options.batch_window)),
       charge_delay_ns_(absl::ToInt64Nanoseconds(options.charge_delay)),
-      group_by_slot_(options.group_batches_by_slot),
+      group_by_slot_(options.group_batches_by_slot || transport->GroupsCalls()),
       key_prefix_(std::move(key_prefix)),
       evict_every_ns_(
           std::max(tick_ns_, absl::ToInt64Nanoseconds(options.idle_evict) / 4)),
@@ -291,9 +292,15 @@ void Reconciler::Dispatch(int64_t now_ns, bool force) {
   // A partial batch leaves when something waits for it (an urgent lease,
   // ReturnAll, Sync), or when no partial batch left in the last window: a
   // lone request leaves at this step, a stream fills batches, at most one
-  // partial batch per window. Full batches always leave.
+  // partial batch per window (per group when calls are grouped). Full
+  // batches always leave.
   bool partial_ok =
       force || urgent_queued_ || now_ns - last_partial_ns_ >= batch_window_ns_;
+  if (group_by_slot_) {
+    DispatchGroups(now_ns, force || urgent_queued_, partial_ok);
+    if (queued_.empty()) urgent_queued_ = false;
+    return;
+  }
   while (Queued() > 0 && calls_in_flight_ < kMaxCallsInFlight) {
     const size_t room =
         static_cast<size_t>(kMaxCallsInFlight - calls_in_flight_);
@@ -309,7 +316,53 @@ void Reconciler::Dispatch(int64_t now_ns, bool force) {
   if (queued_.empty()) urgent_queued_ = false;  // charges are never urgent
 }
 
-size_t Reconciler::SubmitBatch(size_t n) {
+int64_t Reconciler::GroupOf(const LeaseCall& c) const {
+  return transport_->GroupsCalls()
+             ? transport_->CallGroup(c.entry->name())
+             : HashSlot(LimitKeyTag(key_prefix_, c.entry->name()));
+}
+
+// Grouped calls (a cluster's nodes, or hash slots): every group's full
+// batches; partial ones, when something waits (`all_partial`) of every
+// group, else once a window (`partial_ok`): for a cluster's nodes one
+// partial batch, of the group of the oldest call, so that three nodes make
+// as few calls as one (each node's batch gathers its calls over several
+// windows, and no call waits more than one window per node); for hash
+// slots one per slot.
+void Reconciler::DispatchGroups(int64_t now_ns, bool all_partial,
+                                bool partial_ok) {
+  std::vector<std::pair<int64_t, size_t>> groups;  // in order of first call
+  std::unordered_map<int64_t, size_t> index;       // group -> groups[i]
+  for (std::deque<LeaseCall>* q : {&queued_, &queued_charges_}) {
+    for (const LeaseCall& c : *q) {
+      const auto [it, added] = index.try_emplace(GroupOf(c), groups.size());
+      if (added) groups.emplace_back(it->first, 0);
+      ++groups[it->second].second;
+    }
+  }
+  for (auto& [group, count] : groups) {
+    while (count > 0 && calls_in_flight_ < kMaxCallsInFlight) {
+      const size_t room =
+          static_cast<size_t>(kMaxCallsInFlight - calls_in_flight_);
+      const size_t n =
+          std::min({count, static_cast<size_t>(kMaxBatchItems), room});
+      const bool partial = n < static_cast<size_t>(kMaxBatchItems);
+      if (partial && !all_partial && !partial_ok) break;
+      const size_t sent = SubmitBatch(n, group);
+      if (sent == 0) break;  // the group moved (a new map) since counted
+      count -= std::min(count, sent);
+      if (partial) {
+        last_partial_ns_ = now_ns;
+        // A cluster's few nodes take turns, one partial batch a window; the
+        // many slots of group_batches_by_slot would wait thousands of
+        // windows that way, so each gets its partial batch in this one.
+        partial_ok = partial_ok && !transport_->GroupsCalls();
+      }
+    }
+  }
+}
+
+size_t Reconciler::SubmitBatch(size_t n, std::optional<int64_t> group) {
   std::vector<LeaseCall> calls;
   calls.reserve(n);
   if (!group_by_slot_) {
@@ -320,19 +373,20 @@ size_t Reconciler::SubmitBatch(size_t n) {
       }
     }
   } else {
-    // One hash slot per call (Redis Cluster): the oldest lease's or
-    // return's (else charge's), and the calls of that slot after it, in
-    // order (a key's calls keep their order: all of them have its slot).
-    const LeaseCall& first =
-        queued_.empty() ? queued_charges_.front() : queued_.front();
-    const uint16_t slot =
-        HashSlot(LimitKeyTag(key_prefix_, first.entry->name()));
+    // One group per call: a hash slot (group_batches_by_slot), or what the
+    // transport groups by (Redis Cluster: the node). The oldest lease's or
+    // return's (else charge's) group, and the calls of that group after
+    // it, in order (a key's calls keep their order: all of them have its
+    // group).
+    if (!group.has_value()) {
+      group =
+          GroupOf(queued_.empty() ? queued_charges_.front() : queued_.front());
+    }
     for (std::deque<LeaseCall>* q : {&queued_, &queued_charges_}) {
       std::deque<LeaseCall> rest;
       while (!q->empty()) {
         LeaseCall& c = q->front();
-        if (calls.size() < n &&
-            HashSlot(LimitKeyTag(key_prefix_, c.entry->name())) == slot) {
+        if (calls.size() < n && GroupOf(c) == *group) {
           calls.push_back(std::move(c));
         } else {
           rest.push_back(std::move(c));

@@ -14,6 +14,7 @@
 #include <deque>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -181,9 +182,12 @@ class Reconciler {
   // clock_) while fewer than kMaxCallsInFlight are in flight; `force` sends
   // partial batches at once.
   void Dispatch(int64_t now_ns, bool force);
+  void DispatchGroups(int64_t now_ns, bool all_partial, bool partial_ok);
+  // The batch group of `c`'s key (grouped calls only).
+  int64_t GroupOf(const LeaseCall& c) const;
   // Sends the first `n` queued calls (or, grouping by slot, up to `n` of
   // the oldest call's hash slot) as one batch call; returns how many.
-  size_t SubmitBatch(size_t n);
+  size_t SubmitBatch(size_t n, std::optional<int64_t> group = std::nullopt);
   // True if `more` new calls still fit under kMaxCallsInFlight with what is
   // in flight and queued.
   bool HasRoom(size_t more) const {

@@ -9,14 +9,17 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 
 namespace tokenlease::internal {
 namespace {
 
 constexpr absl::string_view kForms =
-    "accepted forms: redis://[[user]:password@]host[:port][/db] and "
-    "unix:///path/to/socket[?db=N]";
+    "accepted forms: redis://[[user]:password@]host[:port][/db], "
+    "unix:///path/to/socket[?db=N], "
+    "redis+cluster://[[user]:password@]host:port[,host:port...] and "
+    "redis+sentinel://[[user]:password@]host:port[,host:port...]/name[/db]";
 
 // Never echoes the credentials: a message may end up in a log.
 absl::Status Bad(absl::string_view url, absl::string_view why) {
@@ -80,6 +83,54 @@ absl::Status ParseDb(absl::string_view url, absl::string_view text,
   return absl::OkStatus();
 }
 
+// "host[:port]" or "[v6]:port" into `hp` (whose port is the default).
+absl::Status ParseHostPort(absl::string_view url, absl::string_view authority,
+                           HostPort* hp) {
+  absl::string_view port_text;
+  if (absl::ConsumePrefix(&authority, "[")) {
+    const size_t close = authority.find(']');
+    if (close == absl::string_view::npos) {
+      return Bad(url, "unterminated IPv6 literal");
+    }
+    hp->host = std::string(authority.substr(0, close));
+    absl::string_view after = authority.substr(close + 1);
+    if (!after.empty() && !absl::ConsumePrefix(&after, ":")) {
+      return Bad(url, "unexpected text after the IPv6 literal");
+    }
+    port_text = after;
+  } else {
+    const size_t colon = authority.find(':');
+    hp->host = std::string(authority.substr(0, colon));
+    if (colon != absl::string_view::npos) {
+      port_text = authority.substr(colon + 1);
+    }
+  }
+  if (hp->host.empty()) return Bad(url, "the host is empty");
+  for (char c : hp->host) {
+    if (!absl::ascii_isalnum(c) && c != '.' && c != '-' && c != '_' &&
+        c != ':') {
+      return Bad(url, absl::StrCat("the host \"", hp->host,
+                                   "\" has a character a host name cannot"));
+    }
+  }
+  if (!port_text.empty() &&
+      port_text.find_first_not_of("0123456789") != absl::string_view::npos) {
+    // Not echoed: "redis://user:password" (no "@host") puts a password
+    // here.
+    const size_t offset = static_cast<size_t>(port_text.data() - url.data());
+    return Bad(absl::StrCat(url.substr(0, offset), "***",
+                            url.substr(offset + port_text.size())),
+               "the port is not a number (a password needs \"@host\" after "
+               "it)");
+  }
+  if (!port_text.empty() && (!absl::SimpleAtoi(port_text, &hp->port) ||
+                             hp->port < 1 || hp->port > 65535)) {
+    return Bad(url, absl::StrCat("port \"", port_text,
+                                 "\" is not a number between 1 and 65535"));
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 std::string RedactRedisUrl(absl::string_view url) {
@@ -105,9 +156,22 @@ std::string RedisEndpoint::Describe() const {
     return db == 0 ? absl::StrCat("unix://", socket_path)
                    : absl::StrCat("unix://", socket_path, "?db=", db);
   }
-  const bool v6 = absl::StrContains(host, ':');
-  return absl::StrCat("redis://", v6 ? "[" : "", host, v6 ? "]" : "", ":", port,
-                      "/", db);
+  auto host_port = [](const std::string& h, int p) {
+    const bool v6 = absl::StrContains(h, ':');
+    return absl::StrCat(v6 ? "[" : "", h, v6 ? "]" : "", ":", p);
+  };
+  if (topology == Topology::kSingle) {
+    return absl::StrCat("redis://", host_port(host, port), "/", db);
+  }
+  std::string hosts;
+  for (const HostPort& s : seeds) {
+    absl::StrAppend(&hosts, hosts.empty() ? "" : ",",
+                    host_port(s.host, s.port));
+  }
+  if (topology == Topology::kCluster) {
+    return absl::StrCat("redis+cluster://", hosts);
+  }
+  return absl::StrCat("redis+sentinel://", hosts, "/", service, "/", db);
 }
 
 absl::StatusOr<RedisEndpoint> ParseRedisUrl(absl::string_view url) {
@@ -136,7 +200,14 @@ absl::StatusOr<RedisEndpoint> ParseRedisUrl(absl::string_view url) {
     ep.socket_path = std::string(rest);
     return ep;
   }
-  if (!absl::ConsumePrefix(&rest, "redis://")) {
+  using Topology = RedisEndpoint::Topology;
+  int default_port = 6379;
+  if (absl::ConsumePrefix(&rest, "redis+cluster://")) {
+    ep.topology = Topology::kCluster;
+  } else if (absl::ConsumePrefix(&rest, "redis+sentinel://")) {
+    ep.topology = Topology::kSentinel;
+    default_port = 26379;
+  } else if (!absl::ConsumePrefix(&rest, "redis://")) {
     return Bad(url, "unknown scheme (rediss:// and TLS are not supported)");
   }
   const size_t slash = rest.find('/');
@@ -148,9 +219,24 @@ absl::StatusOr<RedisEndpoint> ParseRedisUrl(absl::string_view url) {
                "percent-encoded as %2F");
   }
   absl::string_view authority = rest.substr(0, slash);
-  if (slash != absl::string_view::npos) {
-    absl::Status s = ParseDb(url, rest.substr(slash + 1), &ep);
-    if (!s.ok()) return s;
+  absl::string_view path = slash == absl::string_view::npos
+                               ? absl::string_view()
+                               : rest.substr(slash + 1);
+  if (ep.topology == Topology::kSentinel) {
+    // "/name[/db]": the primary's name is required.
+    const size_t name_end = path.find('/');
+    ep.service = std::string(path.substr(0, name_end));
+    path = name_end == absl::string_view::npos ? absl::string_view()
+                                               : path.substr(name_end + 1);
+    if (ep.service.empty()) {
+      return Bad(url,
+                 "a sentinel URL names the primary after the hosts "
+                 "(redis+sentinel://host:26379/mymaster)");
+    }
+  }
+  if (absl::Status s = ParseDb(url, path, &ep); !s.ok()) return s;
+  if (ep.topology == Topology::kCluster && ep.db != 0) {
+    return Bad(url, "a Redis Cluster has database 0 only");
   }
   const size_t at = authority.rfind('@');
   if (at != absl::string_view::npos) {
@@ -158,47 +244,24 @@ absl::StatusOr<RedisEndpoint> ParseRedisUrl(absl::string_view url) {
     if (!s.ok()) return s;
     authority = authority.substr(at + 1);
   }
-  absl::string_view port_text;
-  if (absl::ConsumePrefix(&authority, "[")) {
-    const size_t close = authority.find(']');
-    if (close == absl::string_view::npos) {
-      return Bad(url, "unterminated IPv6 literal");
+  for (absl::string_view one : absl::StrSplit(authority, ',')) {
+    HostPort hp;
+    hp.port = default_port;
+    if (absl::Status s = ParseHostPort(url, one, &hp); !s.ok()) return s;
+    ep.seeds.push_back(std::move(hp));
+  }
+  if (ep.topology == Topology::kSingle) {
+    if (ep.seeds.size() != 1) {
+      return Bad(url,
+                 "redis:// takes one host (several: redis+cluster:// or "
+                 "redis+sentinel://)");
     }
-    ep.host = std::string(authority.substr(0, close));
-    absl::string_view after = authority.substr(close + 1);
-    if (!after.empty() && !absl::ConsumePrefix(&after, ":")) {
-      return Bad(url, "unexpected text after the IPv6 literal");
-    }
-    port_text = after;
+    ep.host = ep.seeds[0].host;
+    ep.port = ep.seeds[0].port;
+    ep.seeds.clear();
   } else {
-    const size_t colon = authority.find(':');
-    ep.host = std::string(authority.substr(0, colon));
-    if (colon != absl::string_view::npos) {
-      port_text = authority.substr(colon + 1);
-    }
-  }
-  if (ep.host.empty()) return Bad(url, "the host is empty");
-  for (char c : ep.host) {
-    if (!absl::ascii_isalnum(c) && c != '.' && c != '-' && c != '_' &&
-        c != ':') {
-      return Bad(url, absl::StrCat("the host \"", ep.host,
-                                   "\" has a character a host name cannot"));
-    }
-  }
-  if (!port_text.empty() &&
-      port_text.find_first_not_of("0123456789") != absl::string_view::npos) {
-    // Not echoed: "redis://user:password" (no "@host") puts a password
-    // here.
-    const size_t offset = static_cast<size_t>(port_text.data() - url.data());
-    return Bad(absl::StrCat(url.substr(0, offset), "***",
-                            url.substr(offset + port_text.size())),
-               "the port is not a number (a password needs \"@host\" after "
-               "it)");
-  }
-  if (!port_text.empty() && (!absl::SimpleAtoi(port_text, &ep.port) ||
-                             ep.port < 1 || ep.port > 65535)) {
-    return Bad(url, absl::StrCat("port \"", port_text,
-                                 "\" is not a number between 1 and 65535"));
+    ep.host = ep.seeds[0].host;
+    ep.port = ep.seeds[0].port;
   }
   return ep;
 }
@@ -225,6 +288,28 @@ absl::StatusOr<std::string> ResolveHost(const RedisEndpoint& endpoint) {
                      "\": ", gai_strerror(nrc)));
   }
   return std::string(buf);
+}
+
+}  // namespace tokenlease::internal
+
+namespace tokenlease::internal {
+
+absl::Status ResolveHosts(RedisEndpoint* endpoint) {
+  if (endpoint->topology == RedisEndpoint::Topology::kSingle) {
+    absl::StatusOr<std::string> a = ResolveHost(*endpoint);
+    if (!a.ok()) return a.status();
+    endpoint->address = *std::move(a);
+    return absl::OkStatus();
+  }
+  for (HostPort& s : endpoint->seeds) {
+    RedisEndpoint one;
+    one.host = s.host;
+    absl::StatusOr<std::string> a = ResolveHost(one);
+    if (!a.ok()) return a.status();
+    s.address = *std::move(a);
+  }
+  endpoint->address = endpoint->seeds[0].address;
+  return absl::OkStatus();
 }
 
 }  // namespace tokenlease::internal

@@ -10,13 +10,23 @@
 //
 // Callers on any thread Submit() commands; they go through a bounded
 // lock-free queue, and one wake-up of the loop sends everything queued as
-// one pipelined write. hiredis 0.14 has no timeouts, so every command and
-// every connect attempt has a libevent timer of ours. A command that times
-// out fails, and the connection stays (its late reply is discarded). A
-// connection that broke, or where nothing answered for dead_after, is
-// freed from one of our own event callbacks (never inside a hiredis
-// callback) and replaced after an exponential backoff with jitter; a
-// replacement is usable once its login and a PING were answered.
+// one pipelined write per server.
+//
+// Servers: one (redis://, unix://); the primary the sentinels name
+// (redis+sentinel://: asked again before every connect, checked with ROLE,
+// dropped on READONLY or LOADING); or every primary of a Redis Cluster
+// (redis+cluster://): a command goes to the primary of its first key's
+// hash slot, by the slot map (CLUSTER SLOTS, read in the background, at
+// most one read in flight and at most one per topology_refresh_interval);
+// MOVED updates the slot at once and resends, ASK resends once with
+// ASKING; each node has its own connection, backoff, health and scripts
+// (NOSCRIPT is answered per node). hiredis 0.14 has no timeouts, so every
+// command and every connect attempt has a libevent timer of ours. A command
+// that times out fails, and the connection stays (its late reply is discarded).
+// A connection that broke, or where nothing answered for dead_after, is freed
+// from one of our own event callbacks (never inside a hiredis callback) and
+// replaced after an exponential backoff with jitter; a replacement is usable
+// once its login and a PING were answered.
 //
 // Health (RedisHealth) is judged on the client thread by a periodic check
 // and at every reply, and published in one atomic for the limiters.
@@ -61,10 +71,10 @@ struct LuaScript {
 
 class RedisClient {
  public:
-  // `options` must be valid (RedisOptions::Validate); `address` is the
-  // numeric host (ResolveHost) or the socket path.
+  // `options` must be valid (RedisOptions::Validate); `endpoint` resolved
+  // (ResolveHosts).
   static absl::StatusOr<std::unique_ptr<RedisClient>> Create(
-      const RedisOptions& options, RedisEndpoint endpoint, std::string address);
+      const RedisOptions& options, RedisEndpoint endpoint);
   // Stops accepting commands, lets submitted ones finish for up to
   // shutdown_grace, fails the rest with Cancelled, and joins the thread.
   ~RedisClient();
@@ -80,10 +90,13 @@ class RedisClient {
   // the state_since_us of the connection it is sent on (acquire.lua's and
   // batch.lua's empty_since_us), so that a call queued before a reconnect
   // carries the time of the Redis that runs it.
+  // `route_slot` (>= 0): a cluster sends it to the primary of that hash
+  // slot (a call that declares no keys, such as batch.lua's cluster form);
+  // otherwise the first key's slot routes it.
   absl::Status SubmitScript(const LuaScript& script,
                             std::vector<std::string> args, ReplyCallback done,
                             absl::Duration timeout = absl::ZeroDuration(),
-                            bool append_since = false);
+                            bool append_since = false, int route_slot = -1);
 
   // Submits from one thread that leave in one write: submits through a
   // Batch only queue, and its destruction wakes the client thread once (a
@@ -103,7 +116,7 @@ class RedisClient {
     absl::Status SubmitScript(const LuaScript& script,
                               std::vector<std::string> args, ReplyCallback done,
                               absl::Duration timeout = absl::ZeroDuration(),
-                              bool append_since = false);
+                              bool append_since = false, int route_slot = -1);
     // Commands queued through this batch so far.
     int queued() const { return queued_; }
 
@@ -147,25 +160,59 @@ class RedisClient {
     // value gives a safe decision.
     return static_cast<RedisHealth>(health_.load(std::memory_order_relaxed));
   }
+  // The health of the server that takes commands on hash slot `slot`
+  // (HashSlot, LimitSlot): its primary's in a cluster, health() elsewhere.
+  RedisHealth HealthOfSlot(uint16_t slot) const {
+    if (!cluster_) return health();
+    // relaxed: a hint, as health().
+    return static_cast<RedisHealth>(
+        slot_health_[slot % kSlotCount].load(std::memory_order_relaxed));
+  }
+  // Cluster only: which primary serves `slot` now, as a small number equal
+  // for slots of one node (-1 while unknown). Calls for slots of one node
+  // may share one batch call (keys in ARGV).
+  int NodeOfSlot(uint16_t slot) const {
+    if (!cluster_) return 0;
+    // relaxed: a hint; a stale value sends a call to a node that fails the
+    // items it does not serve ("non local key"), and they are retried.
+    return slot_node_[slot % kSlotCount].load(std::memory_order_relaxed);
+  }
+  // Asks the client thread for a new slot map (a cluster's; rate-limited as
+  // every read). Any thread; for callers that saw a node answer for keys it
+  // does not serve.
+  void AskForSlotMap();
+  // True for a Redis Cluster endpoint: a command's keys must share a slot.
+  bool cluster() const { return cluster_; }
   const RedisEndpoint& endpoint() const { return endpoint_; }
 
  private:
   struct Command;
   struct Connection;
+  struct Node;
+  struct SentinelQuery;
+  struct WaitGroup;
   class Loop;
+  static constexpr int kSlotCount = 16384;
 
-  RedisClient(const RedisOptions& options, RedisEndpoint endpoint,
-              std::string address);
+  RedisClient(const RedisOptions& options, RedisEndpoint endpoint);
   // Queues `cmd` (taking ownership) and, if `wake`, wakes the loop.
   absl::Status Enqueue(Command* cmd, bool wake);
   Command* NewScriptCommand(const LuaScript& script,
                             std::vector<std::string> args, ReplyCallback done,
-                            absl::Duration timeout, bool append_since);
+                            absl::Duration timeout, bool append_since,
+                            int route_slot);
   void Wake();
 
   const RedisOptions options_;
   const RedisEndpoint endpoint_;
-  const std::string address_;
+  const bool cluster_;
+  // Cluster only: the health of each slot's primary (kDown for a slot no
+  // primary serves), written by the client thread.
+  std::unique_ptr<std::atomic<uint8_t>[]> slot_health_;
+  // Cluster only: each slot's primary's index (NodeOfSlot), -1 unknown.
+  std::unique_ptr<std::atomic<int16_t>[]> slot_node_;
+  // Set by AskForSlotMap, taken by the client thread's next wake-up.
+  std::atomic<bool> map_wanted_{false};
 
   BoundedMpscQueue<Command> queue_;
   // Set by a producer that must wake the loop; cleared by the loop before
@@ -182,7 +229,10 @@ class RedisClient {
     std::atomic<uint64_t> commands_sent{0}, replies{0}, timeouts{0},
         connects{0}, connect_failures{0}, script_reloads{0}, flushes{0},
         late_replies{0}, resets{0}, healthy{0}, degraded{0}, down{0},
-        data_losses{0};
+        data_losses{0}, moved{0}, asked{0}, topology_refreshes{0},
+        sentinel_queries{0}, role_refusals{0}, durability_waits{0},
+        not_durable{0};
+    std::atomic<int> nodes{0}, nodes_down{0};  // stored by the client thread
   };
   // RedisStats::round_trip, written by the client thread only (relaxed
   // load and store: one writer; readers' relaxed loads see each cell whole).

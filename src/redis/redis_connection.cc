@@ -48,6 +48,14 @@ absl::Status RedisOptions::Validate() const {
                     reconnect_min_backoff, minute),
       CheckDuration("RedisOptions.shutdown_grace", shutdown_grace,
                     absl::ZeroDuration(), minute),
+      CheckDuration("RedisOptions.topology_refresh_interval",
+                    topology_refresh_interval, ms, minute),
+      internal::CheckInteger("RedisOptions.durable_replicas", durable_replicas,
+                             0, 16),
+      durable_replicas == 0
+          ? absl::OkStatus()
+          : CheckDuration("RedisOptions.durable_timeout", durable_timeout, ms,
+                          command_timeout - absl::Nanoseconds(1)),
       internal::CheckInteger(
           "RedisOptions.max_pending",
           static_cast<int64_t>(std::min<size_t>(max_pending, size_t{1} << 40)),
@@ -61,10 +69,9 @@ absl::StatusOr<std::shared_ptr<RedisConnection>> RedisConnection::Create(
   absl::StatusOr<internal::RedisEndpoint> ep =
       internal::ParseRedisUrl(options.url);
   if (!ep.ok()) return ep.status();
-  absl::StatusOr<std::string> address = internal::ResolveHost(*ep);
-  if (!address.ok()) return address.status();
+  if (absl::Status s = internal::ResolveHosts(&*ep); !s.ok()) return s;
   absl::StatusOr<std::unique_ptr<internal::RedisClient>> client =
-      internal::RedisClient::Create(options, *ep, *std::move(address));
+      internal::RedisClient::Create(options, *std::move(ep));
   if (!client.ok()) return client.status();
   return std::shared_ptr<RedisConnection>(
       new RedisConnection(options, *std::move(client)));

@@ -120,8 +120,7 @@ constexpr std::array<uint16_t, 256> MakeCrc16Table() {
 }
 constexpr std::array<uint16_t, 256> kCrc16Table = MakeCrc16Table();
 
-uint16_t Crc16(std::string_view s) {
-  uint16_t crc = 0;
+uint16_t Crc16(std::string_view s, uint16_t crc = 0) {
   for (const unsigned char c : s) {
     crc = static_cast<uint16_t>((crc << 8) ^ kCrc16Table[(crc >> 8) ^ c]);
   }
@@ -329,7 +328,7 @@ BatchItem BatchItem::Release(std::string name, const ReleaseArgs& args) {
 std::vector<std::string> BatchArguments(const LimitSpec& spec,
                                         std::string_view prefix,
                                         std::span<const BatchItem> items,
-                                        int64_t now_us) {
+                                        int64_t now_us, bool keys_in_argv) {
   std::vector<std::string> keys;
   std::vector<std::string> args;
   args.reserve(5 + 9 * spec.bands.size() + 4 * items.size());
@@ -367,6 +366,15 @@ std::vector<std::string> BatchArguments(const LimitSpec& spec,
   }
   std::vector<std::string> out;
   out.reserve(1 + keys.size() + args.size());
+  if (keys_in_argv) {
+    // The cluster form: no KEYS; the keys follow the items.
+    out.push_back("0");
+    out.insert(out.end(), std::make_move_iterator(args.begin()),
+               std::make_move_iterator(args.end()));
+    out.insert(out.end(), std::make_move_iterator(keys.begin()),
+               std::make_move_iterator(keys.end()));
+    return out;
+  }
   out.push_back(absl::StrCat(keys.size()));
   out.insert(out.end(), std::make_move_iterator(keys.begin()),
              std::make_move_iterator(keys.end()));
@@ -446,6 +454,16 @@ uint16_t HashSlot(std::string_view key) {
     }
   }
   return static_cast<uint16_t>(Crc16(key) & 16383);
+}
+
+uint16_t LimitSlot(std::string_view prefix, std::string_view name) {
+  // The tag is "{<prefix><name>}": its hash tag is prefix + name up to the
+  // first '}' (a prefix has no braces); an empty one hashes the whole tag.
+  const std::string_view tagged = name.substr(0, name.find('}'));
+  if (prefix.empty() && tagged.empty()) {
+    return HashSlot(LimitKeyTag(prefix, name));
+  }
+  return static_cast<uint16_t>(Crc16(tagged, Crc16(prefix)) & 16383);
 }
 
 Decision ToDecision(const AcquireResult& r, DecisionSource source) {

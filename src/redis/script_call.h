@@ -154,10 +154,14 @@ struct BatchItemResult {
 // `now_us` (-1: Redis TIME, read once for the whole call). `spec` must
 // satisfy ValidateScriptSpec; more than kMaxBatchItems items make the
 // script fail the call; an empty batch is a valid call that does nothing.
+// `keys_in_argv`: the Redis Cluster form (numkeys 0, the keys after the
+// items), for items of several hash slots served by one node; the call
+// must then be routed by hand (RedisClient::SubmitScript's route_slot).
 std::vector<std::string> BatchArguments(const LimitSpec& spec,
                                         std::string_view prefix,
                                         std::span<const BatchItem> items,
-                                        int64_t now_us = -1);
+                                        int64_t now_us = -1,
+                                        bool keys_in_argv = false);
 
 // One result per item of `items` (the items the call was made with), in
 // order. An item's error reply becomes FailedPrecondition (WRONGTYPE,
@@ -183,6 +187,9 @@ absl::StatusOr<int64_t> ParseReleaseItemReply(const RedisReply& reply,
 // LimitKeyTag(prefix, name); a batch for Redis Cluster groups its items by
 // it (one Redis takes items of any slots in one call).
 uint16_t HashSlot(std::string_view key);
+// HashSlot(LimitKeyTag(prefix, name)) without building the tag: the slot
+// of every key of limit `name` (a decision path's per-node health check).
+uint16_t LimitSlot(std::string_view prefix, std::string_view name);
 
 // A decision from an acquire result (us -> ns; source given). Allowed when
 // something was granted (or a 0-token peek fitted, retry_after 0).

@@ -2,6 +2,7 @@
 
 #include <string>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "base/absl_view.h"
 #include "core/options_checks.h"
@@ -136,6 +137,17 @@ absl::Status CheckSharedLimit(const LimitSpec& spec,
           Field(owner, "start_empty"), " is true, but bands[", i,
           "] is a sliding_log limit, whose state cannot start drained; use "
           "start_empty = false for it"));
+    }
+  }
+  if (o.start_empty) {
+    const std::string url =
+        o.connection != nullptr ? o.connection->endpoint() : o.redis.url;
+    if (absl::StartsWith(url, "redis+cluster://")) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          Field(owner, "start_empty"),
+          " is true, but the endpoint is a Redis Cluster, where no data-loss "
+          "marker is kept (each node would need its own); use start_empty = "
+          "false, or a single or sentinel endpoint (docs/operations.md)"));
     }
   }
   if (o.outage_usage == OutageUsage::kCharge) {

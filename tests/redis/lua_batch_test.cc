@@ -174,13 +174,15 @@ class LuaBatchTest : public testing::RedisTest {
   // `not_alone`) on the twin keys under "s:", in one MULTI/EXEC, between
   // TIME replies that bound when each side set its TTLs. Sets `batch` and
   // `single` (empty results for the items in `not_alone`).
+  // `keys_in_argv`: the batch call in the Redis Cluster form.
   void RunBoth(const LimitSpec& spec, const std::vector<BatchItem>& items,
                int64_t now_us, Results& batch, Results& single,
-               const std::set<size_t>& not_alone = {}) {
+               const std::set<size_t>& not_alone = {},
+               bool keys_in_argv = false) {
     ASSERT_EQ(Run({"MULTI"}).str, "OK");
     Run({"TIME"});
     EvalSha(internal::lua::kBatchSha1,
-            internal::BatchArguments(spec, "b:", items, now_us));
+            internal::BatchArguments(spec, "b:", items, now_us, keys_in_argv));
     Run({"TIME"});
     for (size_t i = 0; i < items.size(); ++i) {
       if (not_alone.count(i) > 0) continue;
@@ -342,10 +344,14 @@ TEST_P(LuaBatchAgreementTest, RandomBatchesDoWhatSingleCallsDo) {
           }
         }
       }
+      // Half the batches in the Redis Cluster form (keys in ARGV): the
+      // same results.
+      const bool keys_in_argv = rng.Percent(50);
       Results batch, single;
-      RunBoth(spec, items, now, batch, single);
-      std::string where = absl::StrCat(GetParam().name, " seed ", seed,
-                                       " round ", round, " now ", now, ":");
+      RunBoth(spec, items, now, batch, single, {}, keys_in_argv);
+      std::string where = absl::StrCat(
+          GetParam().name, " seed ", seed, " round ", round, " now ", now,
+          keys_in_argv ? " (keys in ARGV)" : "", ":");
       for (const BatchItem& item : items) {
         absl::StrAppend(&where, "\n  ", ShowItem(item));
       }

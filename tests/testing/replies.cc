@@ -13,6 +13,13 @@ RedisReply IntegerReply(int64_t v) {
   return r;
 }
 
+RedisReply StringReply(std::string s) {
+  RedisReply r;
+  r.type = RedisReply::Type::kString;
+  r.str = std::move(s);
+  return r;
+}
+
 RedisReply ArrayReply(std::vector<RedisReply> elements) {
   RedisReply r;
   r.type = RedisReply::Type::kArray;

@@ -4,6 +4,7 @@
 #define TOKENLEASE_TESTS_TESTING_REPLIES_H_
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "redis/reply.h"
@@ -12,6 +13,8 @@ namespace tokenlease::testing {
 
 // An integer reply (release.lua's answer: the tokens returned).
 internal::RedisReply IntegerReply(int64_t v);
+// A bulk string reply.
+internal::RedisReply StringReply(std::string s);
 // An array reply of `elements`.
 internal::RedisReply ArrayReply(std::vector<internal::RedisReply> elements);
 // acquire.lua's answer: {granted, remaining, retry_after_us,

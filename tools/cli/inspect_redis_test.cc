@@ -220,6 +220,20 @@ INSTANTIATE_TEST_SUITE_P(
       return i.param.name;
     });
 
+// A cluster or sentinel URL names no one server to read: refused, saying
+// what to pass instead (and no password).
+TEST(ReadOnlyRedisTest, RefusesClusterAndSentinelUrls) {
+  for (const char* url : {"redis+cluster://:pw@127.0.0.1:1,127.0.0.1:2",
+                          "redis+sentinel://:pw@127.0.0.1:1/mymaster"}) {
+    absl::StatusOr<std::unique_ptr<ReadOnlyRedis>> r =
+        ReadOnlyRedis::Connect(url, absl::Seconds(1));
+    ASSERT_FALSE(r.ok()) << url;
+    EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_THAT(r.status().message(), HasSubstr("reads one server"));
+    EXPECT_THAT(r.status().message(), ::testing::Not(HasSubstr("pw")));
+  }
+}
+
 TEST_F(InspectRedisTest, CompositeLimitOneBandEach) {
   // 10 per hour from the first request, and 20 per day in a rolling log.
   LimitSpec spec;

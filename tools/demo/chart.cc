@@ -90,7 +90,7 @@ std::vector<Item> Items(const DemoOptions& o, const RunRecord& run,
              "share", "#555555", "3 3", 1.5, o.outage_at, to, share));
   }
   Item band = Rule(
-      absl::StrCat("redis-server ",
+      absl::StrCat(OutageTarget(o), " ",
                    o.outage_kind == OutageKind::kKill ? "killed (kill -9)"
                                                       : "stopped (SIGSTOP)",
                    ": ", FailureModeName(o.failure_mode)),
@@ -116,7 +116,8 @@ std::array<std::string, 3> Titles(const DemoOptions& o, const PhaseRow& whole) {
       o.window_ms / 1000.0);
   if (o.HasOutage()) {
     absl::StrAppendFormat(
-        &title, "; Redis %s from %g s to %g s",
+        &title, "; %s %s from %g s to %g s",
+        o.redis == RedisKind::kCluster ? "its Redis primary" : "Redis",
         o.outage_kind == OutageKind::kKill ? "killed" : "stopped", o.outage_at,
         o.OutageEnd());
     absl::StrAppend(&sub, "; ", FailureModeName(o.failure_mode),

@@ -23,6 +23,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/algorithm/container.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/match.h"
@@ -34,6 +35,8 @@
 #include "demo/report.h"
 #include "demo/workload.h"
 #include "redis/endpoint.h"
+#include "redis/script_call.h"
+#include "support/redis_cluster.h"
 #include "support/redis_info.h"
 #include "support/redis_server.h"
 #include "support/sync_redis.h"
@@ -73,21 +76,59 @@ std::string LoadAverage() {
              : "?";
 }
 
-// The run's Redis: the private server (none with --url) and the parent's
-// own connection to it (none in local mode).
-struct Redis {
-  std::unique_ptr<support::RedisServer> server;
-  std::optional<support::SyncRedis> client;
+// Blocks SIGINT while it lives: a process forked meanwhile starts with it
+// blocked (exec keeps the mask), out of reach of a Ctrl-C at the terminal.
+// For the instances (they unblock it once they ignore it), and for the
+// cluster's nodes (RedisClusterOptions has no own_session).
+class SigintBlocked {
+ public:
+  SigintBlocked() {
+    sigset_t sigint;
+    sigemptyset(&sigint);
+    sigaddset(&sigint, SIGINT);
+    sigprocmask(SIG_BLOCK, &sigint, &old_);
+  }
+  ~SigintBlocked() { sigprocmask(SIG_SETMASK, &old_, nullptr); }
 
-  // INFO `section`'s text; "" without a connection or an answer.
-  std::string Info(const char* section) {
+ private:
+  sigset_t old_;
+};
+
+// The run's Redis: the private server or cluster (neither with --url), and
+// the parent's own connection to each node (none in local mode; a server
+// is node 0).
+struct Redis {
+  struct Reading {  // a node's CPU time, script calls and their time
+    int64_t cpu = -1, calls = 0, usec = 0;
+  };
+  std::unique_ptr<support::RedisServer> server;
+  std::unique_ptr<support::RedisCluster> cluster;
+  std::vector<std::optional<support::SyncRedis>> clients;
+  std::vector<int> primaries{0};  // the nodes serving slots now
+
+  // Node `i`'s server; nullptr with --url.
+  support::RedisServer* node(int i) {
+    return cluster != nullptr ? &cluster->node(i) : server.get();
+  }
+  // INFO `section`'s text of node `i`; "" without a connection or an answer.
+  std::string Info(int i, const char* section) {
     absl::StatusOr<std::string> info =
-        client.has_value() ? client->Info(section) : "";
+        i < std::ssize(clients) && clients[i] ? clients[i]->Info(section) : "";
     return info.ok() ? *info : "";
   }
-  // A number of INFO `section`; -1 without a connection or the field.
-  int64_t Info(const char* section, const char* name) {
-    return support::InfoField(Info(section), name);
+  // used_memory summed over the primaries; -1 if one lacks it.
+  int64_t UsedMemory() {
+    int64_t sum = 0;
+    for (int i : primaries) {
+      const int64_t v = support::InfoField(Info(i, "memory"), "used_memory");
+      sum = v < 0 || sum < 0 ? -1 : sum + v;
+    }
+    return sum;
+  }
+  Reading Read(int i) {
+    const std::string calls = Info(i, "commandstats");
+    return {support::ServerCpuUsec(Info(i, "cpu")), support::ScriptCalls(calls),
+            support::ScriptUsec(calls)};
   }
 };
 
@@ -145,30 +186,29 @@ class Parent {
   Parent(const DemoOptions& o, Redis& redis)
       : o_(o),
         redis_(redis),
-        outage_(o.outage && redis.server != nullptr ? OutageNow::kBefore
-                                                    : OutageNow::kNone),
+        outage_(o.outage && redis.node(0) != nullptr ? OutageNow::kBefore
+                                                     : OutageNow::kNone),
         live_(o) {
     run_.windows = NumWindows(o);
-    figures_.ok = redis.client.has_value();
+    figures_.ok = !redis.clients.empty();
     figures_.mem_per_window.assign(run_.windows, -1);
-    cpu_before_ = support::ServerCpuUsec(redis_.Info("cpu"));
+    for (size_t i = 0; i < redis.clients.size(); ++i) {
+      before_.push_back(redis.Read(i));
+    }
+    last_.resize(redis.clients.size());
   }
 
   // Runs the instances to the end and prints the report; the exit status.
   int Run() {
-    const std::string prefix =
-        absl::StrCat("lh:", getpid(), ":", SteadyNs() % 1000000, ":");
-    sigset_t sigint, old_mask;
-    sigemptyset(&sigint);
-    sigaddset(&sigint, SIGINT);
-    sigprocmask(SIG_BLOCK, &sigint, &old_mask);
     children_ = std::vector<Child>(o_.instances);
     absl::Status s;
-    for (int i = 0; i < o_.instances && s.ok(); ++i) {
-      s = Spawn(o_, i, prefix, children_[i]);
-      run_.reports.emplace_back(run_.windows);
+    {
+      const SigintBlocked blocked;
+      for (int i = 0; i < o_.instances && s.ok(); ++i) {
+        s = Spawn(o_, i, prefix_, children_[i]);
+        run_.reports.emplace_back(run_.windows);
+      }
     }
-    sigprocmask(SIG_SETMASK, &old_mask, nullptr);
     if (!s.ok()) return Fail(absl::StrCat("tokenlease demo: ", s.ToString()));
     while (!std::all_of(children_.begin(), children_.end(),
                         [](const Child& c) { return c.eof; })) {
@@ -183,8 +223,7 @@ class Parent {
       if (outage_ != OutageNow::kOn && run_.start_ns != 0 &&
           next_mem_w_ < run_.windows &&
           SteadyNs() >= run_.start_ns + (next_mem_w_ + 1) * WindowNs(o_)) {
-        figures_.mem_per_window[next_mem_w_++] =
-            redis_.Info("memory", "used_memory");
+        figures_.mem_per_window[next_mem_w_++] = redis_.UsedMemory();
       }
       if (!PollSockets()) return Fail("");
       if (o_.live && run_.interrupted_ns == 0 && run_.start_ns != 0) {
@@ -267,45 +306,110 @@ class Parent {
     if (o_.live) Print(LiveHeader(o_));
   }
 
-  // Takes the private redis-server away at --outage_at into the run
-  // (--outage_kind: SIGSTOP, or kill -9), and brings it back (SIGCONT, or a
-  // restart, empty) --outage_seconds later.
+  // Takes the private redis-server (or the cluster's primary of the hot
+  // key) away at --outage_at into the run (--outage_kind: SIGSTOP, or kill
+  // -9), and brings it back (SIGCONT, or a restart: empty, or as a replica)
+  // --outage_seconds later.
   void DriveOutage() {
     if (outage_ == OutageNow::kNone || run_.start_ns == 0) return;
     const double t = (SteadyNs() - run_.start_ns) / 1e9;
     const bool kill9 = o_.outage_kind == OutageKind::kKill;
+    support::RedisCluster* cluster = redis_.cluster.get();
     std::string note;
     if (outage_ == OutageNow::kBefore && t >= o_.outage_at) {
-      if (kill9) {
-        redis_.server->Kill();
-        figures_.restarted = true;  // its counters died with it
+      // A cluster's primary of the hot key's slot (its name under the run's
+      // prefix, as targets.cc's limiters name it), and its replica.
+      absl::StatusOr<int> victim =
+          cluster == nullptr ? 0
+                             : cluster->PrimaryOfSlot(internal::LimitSlot(
+                                   prefix_, KeyName(o_, 0)));
+      absl::StatusOr<int> replica = cluster == nullptr || !victim.ok()
+                                        ? victim
+                                        : cluster->ReplicaOf(*victim);
+      if (!replica.ok()) {
+        std::fprintf(stderr, "tokenlease demo: no outage: %s\n",
+                     replica.status().ToString().c_str());
+        outage_ = OutageNow::kNone;
+        return;
+      }
+      victim_ = *victim;
+      replica_ = cluster != nullptr ? *replica : -1;
+      support::RedisServer& node = *redis_.node(victim_);
+      const std::string what =
+          cluster == nullptr
+              ? "redis-server"
+              : absl::StrFormat("%s (node %d, 127.0.0.1:%d)", OutageTarget(o_),
+                                victim_, node.port());
+      if (!kill9) {
+        node.Pause();
       } else {
-        redis_.server->Pause();
+        last_[victim_] = redis_.Read(victim_);  // its counters die with it
+        redis_.clients[victim_].reset();
+        figures_.restarted = cluster == nullptr;  // a cluster's others run
+        cluster != nullptr ? cluster->Kill(victim_) : node.Kill();
       }
       outage_ = OutageNow::kOn;
       note = absl::StrFormat(
-          "  # %.2fs redis-server %s: %s decides until it is back\n", t,
+          "  # %.2fs %s %s: %s decides %s\n", t, what,
           kill9 ? "killed (kill -9)" : "stopped (SIGSTOP)",
-          FailureModeName(o_.failure_mode));
+          FailureModeName(o_.failure_mode),
+          cluster == nullptr
+              ? "until it is back"
+              : absl::StrFormat("its keys until it is back or "
+                                "its replica (node %d) takes over",
+                                replica_));
     } else if (outage_ == OutageNow::kOn && t >= o_.OutageEnd()) {
       EndOutage();
-      note = absl::StrFormat("  # %.2fs redis-server %s\n", t,
-                             kill9 ? "restarted, empty" : "resumed (SIGCONT)");
+      note = absl::StrFormat(
+          "  # %.2fs %s %s\n", t,
+          cluster == nullptr ? "redis-server" : absl::StrCat("node ", victim_),
+          !kill9               ? "resumed (SIGCONT)"
+          : cluster == nullptr ? "restarted, empty"
+                               : "restarted");
+    }
+    if (replica_ >= 0 && promoted_ < 0 && Promoted()) {
+      absl::StrAppendFormat(&note,
+                            "  # %.2fs node %d is the primary now, %.2f s "
+                            "after the outage began: its slots are served "
+                            "again\n",
+                            t, promoted_, t - o_.outage_at);
     }
     if (o_.live) Print(note);
+  }
+
+  // Whether the replica of the hot key's primary says it is a primary now
+  // (ROLE), asked on a connection of its own that waits at most 50 ms, the
+  // poll loop's usual pause (connected again after a failure).
+  bool Promoted() {
+    if (!probe_) {
+      absl::StatusOr<support::SyncRedis> c =
+          redis_.node(replica_)->Connect(absl::Milliseconds(50));
+      if (c.ok()) probe_.emplace(*std::move(c));
+    }
+    absl::StatusOr<internal::RedisReply> role =
+        probe_ ? probe_->Run({"ROLE"}) : absl::UnavailableError("");
+    if (!role.ok()) probe_.reset();
+    if (!role.ok() || role->elements.empty() ||
+        role->elements[0].str != "master") {
+      return false;
+    }
+    promoted_ = replica_;
+    absl::c_replace(redis_.primaries, victim_, promoted_);
+    return true;
   }
 
   void EndOutage() {
     if (outage_ != OutageNow::kOn) return;
     outage_ = OutageNow::kOver;
+    support::RedisServer& node = *redis_.node(victim_);
+    const SigintBlocked blocked;  // a cluster's node too (SigintBlocked)
     if (o_.outage_kind == OutageKind::kStop) {
-      redis_.server->Resume();
-    } else if (absl::Status s = redis_.server->Restart(); !s.ok()) {
-      std::fprintf(stderr, "tokenlease demo: restarting redis-server: %s\n",
-                   std::string(s.message()).c_str());
-    } else if (absl::StatusOr<support::SyncRedis> c = redis_.server->Connect();
-               c.ok()) {
-      redis_.client = *std::move(c);  // the old connection died with it
+      node.Resume();
+    } else if (absl::Status s = node.Restart(); !s.ok()) {
+      std::fprintf(stderr, "tokenlease demo: restarting %s: %s\n",
+                   OutageTarget(o_).c_str(), std::string(s.message()).c_str());
+    } else if (absl::StatusOr<support::SyncRedis> c = node.Connect(); c.ok()) {
+      redis_.clients[victim_] = *std::move(c);  // the old one died with it
     }
   }
 
@@ -385,13 +489,32 @@ class Parent {
       return 0;
     }
     if (figures_.ok) {
-      const std::string calls = redis_.Info("commandstats");
-      figures_.script_calls = support::ScriptCalls(calls);
-      figures_.script_usec = support::ScriptUsec(calls);
-      const int64_t cpu = support::ServerCpuUsec(redis_.Info("cpu"));
-      if (cpu_before_ >= 0 && cpu >= cpu_before_) {
-        figures_.cpu_usec = cpu - cpu_before_;
+      // Summed over the nodes that served slots: the primaries, and the one
+      // the outage took away (a killed one's counters as it died).
+      std::vector<int> served = redis_.primaries;
+      if (victim_ >= 0 && !absl::c_linear_search(served, victim_)) {
+        served.push_back(victim_);
       }
+      absl::c_sort(served);
+      figures_.script_calls = figures_.script_usec = figures_.cpu_usec = 0;
+      for (int i : served) {
+        const Redis::Reading r = last_[i] ? *last_[i] : redis_.Read(i);
+        const int64_t cpu = r.cpu - before_[i].cpu;
+        figures_.script_calls += r.calls;
+        figures_.script_usec += r.usec;
+        figures_.cpu_usec =
+            before_[i].cpu < 0 || cpu < 0 || figures_.cpu_usec < 0
+                ? -1
+                : figures_.cpu_usec + cpu;
+        if (redis_.cluster == nullptr) continue;
+        figures_.node_cpu_usec.emplace_back(
+            absl::StrCat("node ", i,
+                         i == victim_     ? " (taken away)"
+                         : i == promoted_ ? " (promoted)"
+                                          : ""),
+            cpu);
+      }
+      if (figures_.cpu_usec < 0) figures_.node_cpu_usec.clear();
     }
     const Totals totals = Aggregate(run_);
     const absl::Status csv =
@@ -420,11 +543,65 @@ class Parent {
   std::vector<Child> children_;
   RunRecord run_;
   RedisFigures figures_;
-  int64_t cpu_before_ = -1;  // the server's CPU time before the run
+  // This run's Redis key prefix (the instances' key_prefix).
+  const std::string prefix_ =
+      absl::StrCat("lh:", getpid(), ":", SteadyNs() % 1000000, ":");
+  // The node the outage takes away (-1: none yet), its replica (a
+  // cluster's), and that replica once it says it is a primary.
+  int victim_ = -1, replica_ = -1, promoted_ = -1;
+  std::optional<support::SyncRedis> probe_;  // to replica_ (Promoted)
+  // Each node's counters before the run, and a killed one's as it died.
+  std::vector<Redis::Reading> before_;
+  std::vector<std::optional<Redis::Reading>> last_;
   const int64_t ready_deadline_ = SteadyNs() + kReadyTimeoutNs;
   int64_t end_deadline_ = 0;
   int64_t next_mem_w_ = 0;
 };
+
+// Starts the private server or cluster unless --url, connects to each of
+// its nodes (CONFIG RESETSTAT: the figures count this run's calls) and
+// points o.url at it; the banner's words on where Redis is.
+absl::StatusOr<std::string> StartRedis(DemoOptions& o, Redis& redis) {
+  if (o.redis == RedisKind::kCluster) {
+    absl::StatusOr<std::unique_ptr<support::RedisCluster>> cluster;
+    {
+      const SigintBlocked blocked;  // for own_session (SigintBlocked)
+      cluster = support::RedisCluster::Start({.name = "tokenlease-demo"});
+    }
+    if (!cluster.ok()) return cluster.status();
+    redis.cluster = *std::move(cluster);
+    absl::StatusOr<std::vector<int>> primaries = redis.cluster->Primaries();
+    if (!primaries.ok()) return primaries.status();
+    redis.primaries = *primaries;
+    o.url = redis.cluster->url();
+  } else if (o.url.empty()) {
+    // In a session of its own: a Ctrl-C at the terminal must not stop it
+    // under the instances' final lease returns and the summary's probes.
+    absl::StatusOr<std::unique_ptr<support::RedisServer>> server =
+        support::StartRedisServer({.own_session = true,
+                                   .name = "tokenlease-demo",
+                                   .cancelled = Interrupted});
+    if (!server.ok()) return server.status();
+    redis.server = *std::move(server);
+    o.url = redis.server->url();
+  }
+  const int nodes = redis.cluster != nullptr ? redis.cluster->size() : 1;
+  for (int i = 0; i < nodes; ++i) {
+    absl::StatusOr<support::SyncRedis> c =
+        redis.node(i) != nullptr ? redis.node(i)->Connect()
+                                 : support::SyncRedis::Connect(o.url);
+    if (!c.ok()) return c.status();
+    c->Run({"CONFIG", "RESETSTAT"}).IgnoreError();
+    redis.clients.emplace_back(*std::move(c));
+  }
+  return absl::StrCat(
+      "redis-server v=",
+      support::InfoText(redis.Info(0, "server"), "redis_version"), " ",
+      redis.server != nullptr
+          ? absl::StrFormat("on 127.0.0.1:%d (pid %d)", redis.server->port(),
+                            redis.server->pid())
+          : absl::StrCat("at ", internal::RedactRedisUrl(o.url)));
+}
 
 // The parent process: the server (a private one unless --url; none in
 // local mode), the banner, the run; `choices` and `note` say what was
@@ -451,37 +628,16 @@ int RunParent(DemoOptions o, const std::string& choices,
   Redis redis;
   std::string where = "no redis-server (local mode)";
   if (o.mode != Mode::kLocal) {
-    // In a session of its own: a Ctrl-C at the terminal must not stop it
-    // under the instances' final lease returns and the summary's probes.
-    absl::StatusOr<std::unique_ptr<support::RedisServer>> server = nullptr;
-    if (o.url.empty()) {
-      server = support::StartRedisServer({.own_session = true,
-                                          .name = "tokenlease-demo",
-                                          .cancelled = Interrupted});
-    }
-    absl::StatusOr<support::SyncRedis> client =
-        !server.ok()         ? server.status()
-        : *server != nullptr ? (*server)->Connect()
-                             : support::SyncRedis::Connect(o.url);
-    if (!client.ok()) {
+    absl::StatusOr<std::string> started = StartRedis(o, redis);
+    if (!started.ok()) {
       std::fprintf(stderr, "%s\n",
                    Interrupted() ? "interrupted while starting redis-server"
                                  : absl::StrCat("tokenlease demo: ",
-                                                client.status().message())
+                                                started.status().message())
                                        .c_str());
       return Interrupted() ? 130 : 1;
     }
-    redis.server = *std::move(server);
-    redis.client.emplace(*std::move(client));
-    if (redis.server != nullptr) o.url = redis.server->url();
-    where = absl::StrCat(
-        "redis-server v=",
-        support::InfoText(redis.Info("server"), "redis_version"), " ",
-        redis.server != nullptr
-            ? absl::StrFormat("on 127.0.0.1:%d (pid %d)", redis.server->port(),
-                              redis.server->pid())
-            : absl::StrCat("at ", internal::RedactRedisUrl(o.url)));
-    redis.client->Run({"CONFIG", "RESETSTAT"}).IgnoreError();
+    where = *std::move(started);
   }
   std::printf("# %s; load average: %s\n%s%s", where.c_str(),
               LoadAverage().c_str(), Banner(o, choices).c_str(), note.c_str());
@@ -508,7 +664,7 @@ int RunDemo(int argc, char** argv) {
   // The outage needs the private redis-server: with --url or in local mode
   // there is none to take away. Asked for on the command line, that is an
   // error; left on by default, the run goes without it, and says so.
-  if (s.ok() && o.instance < 0 && o.outage &&
+  if (s.ok() && o.instance < 0 && o.outage && o.redis == RedisKind::kSingle &&
       (!o.url.empty() || o.mode == Mode::kLocal)) {
     const char* why = o.mode == Mode::kLocal
                           ? "--mode=local uses no Redis"

@@ -1,16 +1,17 @@
 // `tokenlease demo`, the live multi-instance demo. The parent (demo.cc)
 // parses the flags (flags.h, one table whose rows also give --help and the
-// ranges), starts a private redis-server (support/redis_server.h) unless
-// --url, re-runs this binary as instance processes (instance.cc: load
-// threads deciding through targets.h, the one file that calls the
-// limiters), reads their lines (protocol.h: counts, samples, health
-// transitions and the limiters' own Prometheus counters), drives the
-// outage, prints the live rows (live.h), and at the end the summary
-// (report.h: one table of the phases against their bounds, computed by
-// one function), the CSV and the SVG chart (chart.cc); workload.h is the
-// load both sides compute from the same options.
+// ranges), starts a private redis-server (support/redis_server.h; or with
+// --redis=cluster a Redis Cluster, support/redis_cluster.h) unless --url,
+// re-runs this binary as instance processes (instance.cc: load threads
+// deciding through targets.h, the one file that calls the limiters), reads
+// their lines (protocol.h: counts, samples, health transitions and the
+// limiters' own Prometheus counters), drives the outage, prints the live
+// rows (live.h), and at the end the summary (report.h: one table of the
+// phases against their bounds, computed by one function), the CSV and the
+// SVG chart (chart.cc); workload.h is the load both sides compute from the
+// same options.
 //
-// What stays large, and why (about 3.6k lines in all): the instance side
+// What stays large, and why (about 3.9k lines in all): the instance side
 // (instance.cc, workload.cc, targets.cc, protocol.cc, about 1.2k) paces the
 // load with no system call or allocation per decision and counts per
 // window, per outage phase and per key, which the library does not (its

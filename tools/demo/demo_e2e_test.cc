@@ -1,7 +1,8 @@
 // The demo end to end: the real `tokenlease` program ($TOKENLEASE_CLI, set
 // by ctest) runs a short default-shaped run (hot key, leased mode,
 // fail_local) against its own private redis-server, with a short outage.
-// Its summary, its CSV and its chart are checked against the limit.
+// Its summary, its CSV and its chart are checked against the limit. Then a
+// short run on a private Redis Cluster whose outage is a failover.
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -22,6 +23,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
@@ -237,6 +239,55 @@ TEST_F(DemoEndToEndTest, AShortRunWithAnOutageHoldsTheLimit) {
       std::vector<std::string>(absl::StrSplit(lines[0]->Attr("points"), ' '))
           .size(),
       40u);
+}
+
+// --redis=cluster, with a Zipf load whose keys hash to every node: the
+// hottest key's primary is killed at 1.2 s and its replica takes over 3-5 s
+// later, while the keys on the other primaries go on being decided in
+// Redis (commands flow in every window in between). About 12 s.
+TEST_F(DemoEndToEndTest, AClusterRunFailsOverWhileTheOtherNodesDecide) {
+  const Ran r = RunProgram(
+      {cli_, "demo", "--redis=cluster", "--seconds=9", "--scenario=zipf",
+       "--zipf_keys=1000", "--limit=100", "--offered=3000", "--instances=2",
+       "--threads=1", "--pacing=sleep", "--csv=", "--chart="});
+  ASSERT_TRUE(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0)
+      << "status " << r.status << "\n"
+      << r.output;
+  const std::string& out = r.output;
+  EXPECT_THAT(out, HasSubstr(" at redis+cluster://127.0.0.1:"));
+  EXPECT_THAT(out, HasSubstr("== summary (leased, zipf, outage 1.2-7.2 s, "
+                             "fail_local) =="));
+  EXPECT_THAT(out, HasSubstr("\nredis CPU by node: "));
+  EXPECT_THAT(out, HasSubstr(" (promoted) "));
+  // The live rows from the kill to the promotion: Redis commands (the 7th
+  // column, cmd/s) in each.
+  bool killed = false, promoted = false;
+  int rows = 0;
+  for (absl::string_view line : absl::StrSplit(out, '\n')) {
+    if (absl::StrContains(line, "primary (node ") &&
+        absl::StrContains(line,
+                          " killed (kill -9): fail_local decides its "
+                          "keys until it is back or its replica")) {
+      killed = true;
+    } else if (killed && absl::StrContains(line, " is the primary now, ")) {
+      promoted = true;
+      break;
+    } else if (killed && absl::StrContains(line, "  KILLED  ")) {
+      const std::vector<std::string> f =
+          absl::StrSplit(line, ' ', absl::SkipEmpty());
+      int64_t commands = 0;
+      ASSERT_GE(f.size(), 7u) << line;
+      ASSERT_TRUE(
+          absl::SimpleAtoi(absl::StrReplaceAll(f[6], {{",", ""}}), &commands))
+          << line;
+      EXPECT_GT(commands, 0) << line;
+      ++rows;
+    }
+  }
+  EXPECT_TRUE(killed) << out;
+  EXPECT_TRUE(promoted) << out;
+  EXPECT_GE(rows, 2) << out;  // the failover takes more than a second
+  EXPECT_THAT(out, HasSubstr(" restarted\n"));
 }
 
 }  // namespace

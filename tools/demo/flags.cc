@@ -20,6 +20,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "demo/report.h"
@@ -109,6 +110,7 @@ constexpr const char* kModes[] = {"leased", "local", "direct"};
 constexpr const char* kKeyDists[] = {"hot", "zipf"};
 constexpr const char* kPacings[] = {"tick", "sleep", "spin", "busy"};
 constexpr const char* kOutageKinds[] = {"stop", "kill"};
+constexpr const char* kRedisKinds[] = {"single", "cluster"};
 constexpr const char* kColdKeyPolicies[] = {"local_share", "deny", "wait"};
 constexpr const char* kFailureModes[] = {"fail_closed", "fail_open",
                                          "fail_local"};
@@ -146,6 +148,8 @@ const std::vector<Flag>& Flags() {
             "SVG chart of the hot key's rate; auto: the CSV's name, .svg"),
       Field("url", &O::url,
             "Redis URL; empty: $TOKENLEASE_REDIS_URL, else a private server"),
+      Choice("redis", &O::redis, kRedisKinds,
+             "the private Redis: single, or cluster (3 primaries + replicas)"),
       Field("use_handle", &O::use_handle,
             "leased and local mode: decide the hot key through a handle"),
       Choice("pacing", &O::pacing, kPacings,
@@ -181,11 +185,15 @@ const std::vector<Flag>& Flags() {
       Field("outage", &O::outage,
             "take the private redis-server away (not with --url, local mode)"),
       Field("outage_at", &O::outage_at,
-            "seconds into the run the outage starts; 0: 40% of --seconds"),
+            "seconds into the run the outage starts; 0: 40% (cluster: ends by "
+            "80%)"),
       Field("outage_seconds", &O::outage_seconds,
-            "seconds the outage lasts; 0: 20% of --seconds"),
+            "seconds the outage lasts; 0: 20% of --seconds (cluster: at least "
+            "6)"),
       Choice("outage_kind", &O::outage_kind, kOutageKinds,
-             "stop (SIGSTOP, then SIGCONT) or kill (kill -9, restart empty)"),
+             "stop (SIGSTOP, SIGCONT) or kill (-9, restart); cluster: kill, "
+             "either\nof the hot key's primary (a SIGSTOP past ~2 s fails over "
+             "too)"),
       Field("live", &O::live,
             "a row per window as it closes; --nolive: only the summary"),
       // Internal: set by the parent on an instance.
@@ -256,6 +264,12 @@ absl::StatusOr<CommandLine> ParseFlags(const std::vector<std::string>& args) {
       c.options.url.empty() && env != nullptr) {
     c.options.url = env;  // keeps a password off the command line
   }
+  // A cluster's outage is a primary's kill -9 unless told otherwise: the
+  // failover is what it shows.
+  if (c.options.redis == RedisKind::kCluster &&
+      !c.given.contains("outage_kind")) {
+    c.options.outage_kind = OutageKind::kKill;
+  }
   return c;
 }
 
@@ -280,7 +294,8 @@ std::string Usage() {
     if (f.help == nullptr) continue;
     const std::string v = f.text(DemoOptions());
     absl::StrAppend(&out, "  --", f.name, " (default: ", v.empty() ? "\"\"" : v,
-                    ")\n      ", f.help, "\n");
+                    ")\n      ",
+                    absl::StrReplaceAll(f.help, {{"\n", "\n      "}}), "\n");
   }
   return out;
 }
@@ -319,6 +334,12 @@ absl::Status ValidateOptions(const DemoOptions& o) {
                    absl::StrCat("--outage_seconds is ", o.outage_seconds,
                                 "; it must be more than 0 and at most 3600")));
   }
+  // (An instance gets the parent's cluster in $TOKENLEASE_REDIS_URL.)
+  s.Update(check(o.redis == RedisKind::kSingle || o.instance >= 0 ||
+                     (o.url.empty() && o.mode != Mode::kLocal),
+                 "--redis=cluster starts a private cluster for leased or "
+                 "direct mode: drop --url (or $TOKENLEASE_REDIS_URL), "
+                 "--mode=local or --redis"));
   s.Update(
       check(o.algorithm == Algorithm::kTokenBucket || o.mode == Mode::kLocal,
             absl::StrCat("--algorithm is ", AlgorithmName(o.algorithm),
@@ -369,9 +390,19 @@ DemoOptions ResolveOptions(DemoOptions o, int cpus) {
   if (o.offered == 0) {
     o.offered = kOverload * static_cast<double>(o.limit) / ZipfP0(o);
   }
-  // The outage from 40% to 60% of the run: 8-12 s of the default 20 s.
-  if (o.outage && o.outage_at == 0) o.outage_at = 0.4 * o.seconds;
-  if (o.outage && o.outage_seconds == 0) o.outage_seconds = 0.2 * o.seconds;
+  // The outage from 40% to 60% of the run: 8-12 s of the default 20 s. A
+  // cluster's outage lasts past the failover (the replica takes over 3-5 s
+  // after the kill), and ends by 80% of the run, so that the run shows
+  // leasing after it too.
+  const bool cluster = o.redis == RedisKind::kCluster;
+  if (o.outage && o.outage_seconds == 0) {
+    o.outage_seconds = std::max(0.2 * o.seconds, cluster ? 6.0 : 0.0);
+  }
+  if (o.outage && o.outage_at == 0) {
+    o.outage_at = cluster ? std::clamp(0.8 * o.seconds - o.outage_seconds,
+                                       0.1 * o.seconds, 0.4 * o.seconds)
+                          : 0.4 * o.seconds;
+  }
   return o;
 }
 

@@ -26,6 +26,7 @@ enum class Mode { kLeased, kLocal, kDirect };
 enum class KeyDist { kHot, kZipf };
 enum class Pacing { kTick, kSleep, kSpin, kBusy };
 enum class OutageKind { kStop, kKill };
+enum class RedisKind { kSingle, kCluster };
 
 const char* ModeName(Mode m);
 const char* KeyDistName(KeyDist k);
@@ -64,6 +65,7 @@ struct DemoOptions {
   std::string csv = kAuto;    // "" writes none
   std::string chart = kAuto;  // "" draws none
   std::string url;            // "": $TOKENLEASE_REDIS_URL, else private
+  RedisKind redis = RedisKind::kSingle;  // the private Redis's shape
   bool use_handle = false;
   Pacing pacing = Pacing::kTick;
   int tick_us = 1000;
@@ -114,7 +116,8 @@ struct CommandLine {
 
 // Parses the demo's flags (`args`: what follows "demo"): --name=value,
 // --name value, --name and --noname for booleans, and --help. An empty
-// --url falls back to $TOKENLEASE_REDIS_URL. InvalidArgument naming the
+// --url falls back to $TOKENLEASE_REDIS_URL; --redis=cluster makes
+// --outage_kind's default kill. InvalidArgument naming the
 // flag for an unknown flag, a value that does not parse ("--mode is
 // 'remote'; it must be leased, local or direct"), an argument that is no
 // flag.

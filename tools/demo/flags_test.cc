@@ -272,6 +272,58 @@ TEST(FlagsTest, TheUrlFallsBackToTheEnvironment) {
   EXPECT_EQ(Parsed({}).url, "");
 }
 
+// --redis=cluster: a private cluster, so no --url (an instance gets its URL
+// from the parent) and no local mode; its outage is a kill -9 unless told
+// otherwise, and lasts past the failover with time left after it.
+TEST(FlagsTest, RedisCluster) {
+  EXPECT_EQ(Parsed({}).redis, RedisKind::kSingle);
+  EXPECT_EQ(Parsed({}).outage_kind, OutageKind::kStop);
+  EXPECT_EQ(ParseError({"--redis=sentinel"}),
+            "--redis is 'sentinel'; it must be single or cluster");
+  const DemoOptions cluster = Parsed({"--redis=cluster"});
+  EXPECT_EQ(cluster.redis, RedisKind::kCluster);
+  EXPECT_EQ(cluster.outage_kind, OutageKind::kKill);
+  EXPECT_EQ(Parsed({"--redis=cluster", "--outage_kind=stop"}).outage_kind,
+            OutageKind::kStop);
+  EXPECT_THAT(FlagArgs(cluster), Contains("--redis=cluster"));
+
+  DemoOptions o = ResolveOptions(cluster, /*cpus=*/2);
+  EXPECT_EQ(Message(o), "");
+  const std::string refused =
+      "--redis=cluster starts a private cluster for leased or direct mode: "
+      "drop --url (or $TOKENLEASE_REDIS_URL), --mode=local or --redis";
+  o.url = "redis://127.0.0.1:6379";
+  EXPECT_EQ(ValidateOptions(o).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(Message(o), refused);
+  o.instance = 0;  // the parent's cluster, in the environment
+  EXPECT_EQ(Message(o), "");
+  o = ResolveOptions(Parsed({"--redis=cluster", "--mode=local"}), 2);
+  EXPECT_EQ(Message(o), refused);
+  o.mode = Mode::kDirect;
+  EXPECT_EQ(Message(o), "");
+
+  // The failover takes 3-5 s: at least 6 s of outage, ending by 80% of the
+  // run; the single server's stays 40% to 60%.
+  struct Case {
+    double seconds, at, length;
+  };
+  for (const Case& c :
+       {Case{20, 8, 6}, Case{16, 6.4, 6}, Case{10, 2, 6}, Case{60, 24, 12}}) {
+    o = ResolveOptions(
+        Parsed({"--redis=cluster", absl::StrCat("--seconds=", c.seconds)}), 2);
+    EXPECT_DOUBLE_EQ(o.outage_at, c.at) << c.seconds;
+    EXPECT_DOUBLE_EQ(o.outage_seconds, c.length) << c.seconds;
+    EXPECT_EQ(Message(o), "") << c.seconds;
+  }
+  o = ResolveOptions(Parsed({"--seconds=10"}), 2);
+  EXPECT_DOUBLE_EQ(o.outage_at, 4);
+  EXPECT_DOUBLE_EQ(o.outage_seconds, 2);
+  o = ResolveOptions(
+      Parsed({"--redis=cluster", "--outage_at=3", "--outage_seconds=4"}), 2);
+  EXPECT_EQ(o.outage_at, 3);  // given values are kept
+  EXPECT_EQ(o.outage_seconds, 4);
+}
+
 struct SizingCase {
   int cpus;
   int instances;  // --instances, 0: chosen

@@ -37,12 +37,13 @@ std::string LiveHeader(const DemoOptions& o) {
   return absl::StrCat(
       absl::StrFormat(
           "live: a row per %g s window as it closes; admitted = %s over all "
-          "instances, limit = %% of %s/s\n      redis = the server's state; "
+          "instances, limit = %% of %s/s\n      redis = %s state; "
           "cmd/s = Redis commands the instances sent; per instance: "
           "admitted/s and health (+ healthy, ~ degraded, x down)\n",
           o.window_ms / 1000.0,
           o.keys == KeyDist::kHot ? "the hot key" : "the hottest key",
-          Commas(o.limit)),
+          Commas(o.limit),
+          o.redis == RedisKind::kSingle ? "the server's" : "the outage node's"),
       absl::StrFormat(kColumns, "t", "redis", "admitted/s", "limit", "p50",
                       "p99", "cmd/s", "dec/cmd"),
       "  per instance\n");

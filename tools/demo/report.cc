@@ -296,6 +296,12 @@ std::vector<PhaseRow> PhaseRows(const DemoOptions& o, const Totals& t) {
   return rows;
 }
 
+std::string OutageTarget(const DemoOptions& o) {
+  if (o.redis == RedisKind::kSingle) return "redis-server";
+  return o.keys == KeyDist::kHot ? "the hot key's primary"
+                                 : "the hottest key's primary";
+}
+
 std::string Banner(const DemoOptions& o, const std::string& choices) {
   const Symbols s = SymbolsOf(o);
   std::string out = absl::StrFormat(
@@ -326,10 +332,14 @@ std::string Banner(const DemoOptions& o, const std::string& choices) {
   }
   if (!o.HasOutage()) return out;
   absl::StrAppendFormat(
-      &out,
-      "outage: redis-server %s from %g s to %g s; failure_mode=%s%s%s%s\n",
-      o.outage_kind == OutageKind::kKill ? "killed (kill -9, restarted empty)"
-                                         : "stopped (SIGSTOP, then SIGCONT)",
+      &out, "outage: %s %s from %g s to %g s; failure_mode=%s%s%s%s\n",
+      OutageTarget(o),
+      o.redis == RedisKind::kCluster
+          ? (o.outage_kind == OutageKind::kKill
+                 ? "killed (kill -9; its replica takes over, it rejoins as one)"
+                 : "stopped (SIGSTOP, then SIGCONT; past ~2 s, fails over)")
+      : o.outage_kind == OutageKind::kKill ? "killed (kill -9, restarted empty)"
+                                           : "stopped (SIGSTOP, then SIGCONT)",
       o.outage_at, o.OutageEnd(), FailureModeName(o.failure_mode),
       o.failure_mode == FailureMode::kFailLocal
           ? absl::StrCat(" (each instance enforces limit / N alone, N ",
@@ -473,14 +483,18 @@ std::string Summary(const DemoOptions& o, const RunRecord& run, const Totals& t,
   out += Table(o, PhaseRows(o, t));
   if (o.HasOutage()) {
     // When the instances judged Redis down (no reply for down_after) and
-    // heard from it again: the outage as they lived it.
+    // heard from it again: the outage as they lived it. A cluster is
+    // degraded while a primary is down, until its replica takes over.
+    const bool cluster = o.redis == RedisKind::kCluster;
+    const Health away = cluster ? Health::kDegraded : Health::kDown;
+    const double back = cluster ? o.outage_at : o.OutageEnd();
     absl::StrAppendFormat(
         &out,
-        "outage: judged Redis down: %s; heard from it again: %s; healthy: "
-        "%s\n",
-        FirstTimes(run, o.outage_at, Health::kDown, false),
-        FirstTimes(run, o.OutageEnd(), Health::kDown, true),
-        FirstTimes(run, o.OutageEnd(), Health::kHealthy, false));
+        "outage: judged Redis %s: %s; heard from it again: %s; healthy: %s\n",
+        cluster ? "degraded (a primary down)" : "down",
+        FirstTimes(run, o.outage_at, away, false),
+        FirstTimes(run, back, away, true),
+        FirstTimes(run, back, Health::kHealthy, false));
   }
   std::vector<std::string> per_instance;
   for (const InstanceReport& r : run.reports) {
@@ -528,14 +542,27 @@ std::string Summary(const DemoOptions& o, const RunRecord& run, const Totals& t,
     } else if (redis.ok) {
       absl::StrAppendFormat(
           &out,
-          "redis server: %d script calls, %.3f us in scripts per decision "
+          "redis %s: %d script calls, %.3f us in scripts per decision "
           "(%.2f us per call)%s\n",
+          redis.node_cpu_usec.empty() ? "server" : "primaries",
           redis.script_calls, redis.script_usec / std::max(offered, 1.0),
           redis.script_usec / std::max<double>(redis.script_calls, 1),
           redis.cpu_usec < 0
               ? ""
               : absl::StrFormat(", %.3f us of CPU per decision",
                                 redis.cpu_usec / std::max(offered, 1.0)));
+    }
+    if (!redis.node_cpu_usec.empty()) {
+      std::vector<std::string> each;
+      double most = 0;
+      for (const auto& [node, usec] : redis.node_cpu_usec) {
+        each.push_back(absl::StrFormat("%s %.3f s", node, usec / 1e6));
+        most = std::max<double>(most, usec);
+      }
+      absl::StrAppendFormat(
+          &out, "redis CPU by node: %s; the busiest %.2fx the average\n",
+          absl::StrJoin(each, ", "),
+          most * each.size() / std::max<double>(redis.cpu_usec, 1));
     }
     if (o.mode == Mode::kLeased) {
       absl::StrAppendFormat(

@@ -20,6 +20,7 @@
 #include <cstdint>
 #include <ctime>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
@@ -60,6 +61,9 @@ struct RedisFigures {
   int64_t script_usec = -1, cpu_usec = -1;
   // --outage_kind=kill: the server's counters began again at the restart.
   bool restarted = false;
+  // --redis=cluster (the figures above are summed over its primaries): the
+  // CPU time of each node that served slots, named ("node 2 (taken away)").
+  std::vector<std::pair<std::string, int64_t>> node_cpu_usec;
 };
 
 // Sums over the instances: per window (final counts; keys, RSS and
@@ -113,6 +117,10 @@ struct PhaseRow {
 };
 // The outage's phases that ran, the whole run and the busiest 1 s span.
 std::vector<PhaseRow> PhaseRows(const DemoOptions& o, const Totals& t);
+
+// What the outage takes away: "redis-server", or "the hot key's primary"
+// (--redis=cluster; "the hottest key's" for zipf).
+std::string OutageTarget(const DemoOptions& o);
 
 // The banner: the scenario, the limit, `choices` (DescribeChoices), the
 // lease options and the outage.
