@@ -386,24 +386,26 @@ void RedisClient::Loop::Purge() {
 // --- Sentinel
 // -----------------------------------------------------------------
 
-// Asks the next sentinel (round robin) for the primary's address; its
-// answer starts the connect (SentinelAnswered), its failure the backoff.
-void RedisClient::Loop::AskSentinel(Node* node) {
+// Connects to the next sentinel (round robin) and logs in: a query for
+// `node`'s primary, or (`watch`) the +switch-master subscription. nullptr
+// if the connect could not even start (the caller retries later).
+RedisClient::SentinelQuery* RedisClient::Loop::OpenSentinel(Node* node,
+                                                            bool watch,
+                                                            std::string* why) {
   const RedisEndpoint& ep = endpoint();
   const HostPort& s = ep.seeds[next_sentinel_++ % ep.seeds.size()];
   auto owned = std::make_unique<SentinelQuery>();
   SentinelQuery* q = owned.get();
   q->loop = this;
   q->node = node;
+  q->watch = watch;
   q->sentinel = absl::StrCat(s.host, ":", s.port);
-  client_->counters_.sentinel_queries.fetch_add(1, std::memory_order_relaxed);
   redisAsyncContext* ac = redisAsyncConnect(s.address.c_str(), s.port);
   if (ac == nullptr || ac->err || redisLibeventAttach(ac, base_) != REDIS_OK) {
-    const std::string why = ac ? ac->errstr : "out of memory";
+    *why = absl::StrCat("sentinel ", q->sentinel, ": ",
+                        ac ? ac->errstr : "out of memory");
     if (ac) redisAsyncFree(ac);
-    node->last_error = absl::StrCat("sentinel ", q->sentinel, ": ", why);
-    ScheduleReconnect(node);
-    return;
+    return nullptr;
   }
   q->ac = ac;
   ac->data = q;
@@ -426,10 +428,25 @@ void RedisClient::Loop::AskSentinel(Node* node) {
                         password.size());
     }
   }
-  redisAsyncCommand(ac, &Loop::OnSentinelReplyCb, q,
+  queries_.push_back(std::move(owned));
+  return q;
+}
+
+// Asks the next sentinel for the primary's address; its answer starts the
+// connect (SentinelAnswered), its failure the backoff.
+void RedisClient::Loop::AskSentinel(Node* node) {
+  client_->counters_.sentinel_queries.fetch_add(1, std::memory_order_relaxed);
+  std::string why;
+  SentinelQuery* q = OpenSentinel(node, /*watch=*/false, &why);
+  if (q == nullptr) {
+    node->last_error = why;
+    ScheduleReconnect(node);
+    return;
+  }
+  const RedisEndpoint& ep = endpoint();
+  redisAsyncCommand(q->ac, &Loop::OnSentinelReplyCb, q,
                     "SENTINEL get-master-addr-by-name %b", ep.service.data(),
                     ep.service.size());
-  queries_.push_back(std::move(owned));
 }
 
 void RedisClient::Loop::OnSentinelConnectCb(const redisAsyncContext* ac,
@@ -450,6 +467,7 @@ void RedisClient::Loop::OnSentinelDisconnectCb(const redisAsyncContext* ac,
                           ErrorText(ac, "the sentinel closed the connection"));
   q->hiredis_done = true;
   q->ac = nullptr;
+  if (q->watch && !q->loop->stopped_) q->loop->ScheduleWatch();
 }
 
 void RedisClient::Loop::OnSentinelAuthCb(redisAsyncContext*, void* r,
@@ -530,6 +548,12 @@ void RedisClient::Loop::SentinelFailed(SentinelQuery* q,
   if (q->answered) return;
   q->answered = true;
   FreeTimer(&q->timer);
+  if (q->watch) {
+    // Only the subscription is lost (the connect's own query is
+    // separate); its disconnect, or this, starts another.
+    ScheduleWatch();
+    return;
+  }
   Node* node = q->node;
   node->last_error = absl::StrCat("sentinel ", q->sentinel, ": ", why);
   client_->counters_.connect_failures.fetch_add(1, std::memory_order_relaxed);

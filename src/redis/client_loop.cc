@@ -43,6 +43,7 @@ RedisClient::Loop::Loop(RedisClient* client)
   refresh_timer_ = evtimer_new(base_, &Loop::OnRefreshTimerCb, this);
   apply_map_ = event_new(base_, -1, 0, &Loop::OnApplyMapCb, this);
   waits_due_event_ = event_new(base_, -1, 0, &Loop::OnWaitsDueCb, this);
+  watch_timer_ = evtimer_new(base_, &Loop::OnWatchTimerCb, this);
   const RedisEndpoint& ep = endpoint();
   switch (ep.topology) {
     case RedisEndpoint::Topology::kSingle:
@@ -73,7 +74,7 @@ RedisClient::Loop::~Loop() {
   for (auto& q : queries_) FreeTimer(&q->timer);
   for (auto& n : nodes_) FreeTimer(&n->reconnect_timer);
   for (event* e : {wake_, health_timer_, grace_timer_, finish_, refresh_timer_,
-                   apply_map_, waits_due_event_}) {
+                   apply_map_, waits_due_event_, watch_timer_}) {
     if (e != nullptr) event_free(e);
   }
   if (base_ != nullptr) event_base_free(base_);
@@ -83,7 +84,8 @@ bool RedisClient::Loop::ok() const {
   bool nodes_ok = true;
   for (const auto& n : nodes_) nodes_ok &= n->reconnect_timer != nullptr;
   return base_ && wake_ && health_timer_ && grace_timer_ && finish_ &&
-         refresh_timer_ && apply_map_ && waits_due_event_ && nodes_ok;
+         refresh_timer_ && apply_map_ && waits_due_event_ && watch_timer_ &&
+         nodes_ok;
 }
 
 void RedisClient::Loop::Run() {
@@ -97,6 +99,7 @@ void RedisClient::Loop::Run() {
   // A cluster's map is read as soon as a seed answers (MarkReady).
   refresh_wanted_ = client_->cluster_;
   for (size_t i = 0; i < nodes_.size(); ++i) StartConnect(nodes_[i].get());
+  if (sentinel()) StartWatch();
   event_base_loop(base_, EVLOOP_NO_EXIT_ON_EMPTY);
 }
 
@@ -544,6 +547,7 @@ void RedisClient::Loop::Stop() {
   event_del(grace_timer_);
   event_del(health_timer_);
   event_del(refresh_timer_);
+  event_del(watch_timer_);
   event_base_loopbreak(base_);
 }
 

@@ -124,6 +124,9 @@ struct RedisClient::SentinelQuery {
   int handshake_left = 0;
   bool answered = false;
   bool hiredis_done = false;
+  // The subscription to +switch-master (one at a time), not a query: it
+  // stays open, and its end starts another (ScheduleWatch).
+  bool watch = false;
   event* timer = nullptr;
 };
 
@@ -222,6 +225,7 @@ class RedisClient::Loop {
   void Purge();
 
   // Sentinel (client_connect.cc): which server is the primary.
+  SentinelQuery* OpenSentinel(Node* node, bool watch, std::string* why);
   void AskSentinel(Node* node);
   static void OnSentinelConnectCb(const redisAsyncContext* ac, int status);
   static void OnSentinelDisconnectCb(const redisAsyncContext* ac, int);
@@ -230,6 +234,12 @@ class RedisClient::Loop {
   static void OnSentinelTimerCb(evutil_socket_t, short, void* arg);
   void SentinelAnswered(SentinelQuery* q, const redisReply* r);
   void SentinelFailed(SentinelQuery* q, const std::string& why);
+  // The +switch-master subscription (client_sentinel_watch.cc).
+  void StartWatch();
+  void ScheduleWatch();
+  static void OnWatchTimerCb(evutil_socket_t, short, void* arg);
+  static void OnSwitchCb(redisAsyncContext* ac, void* r, void* privdata);
+  void OnSwitch(SentinelQuery* q, const redisReply* r);
 
   // Cluster topology (client_cluster.cc).
   struct RefreshTag;
@@ -261,6 +271,7 @@ class RedisClient::Loop {
   std::vector<std::unique_ptr<Node>> nodes_;
   std::vector<std::unique_ptr<Connection>> conns_;
   std::list<std::unique_ptr<SentinelQuery>> queries_;
+  event* watch_timer_ = nullptr;  // the next StartWatch
   int next_sentinel_ = 0;
   // Cluster: the primary of each slot (nullptr: unknown), and the map read
   // last, waiting to be applied out of the hiredis callback that read it.

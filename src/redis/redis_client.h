@@ -14,7 +14,8 @@
 //
 // Servers: one (redis://, unix://); the primary the sentinels name
 // (redis+sentinel://: asked again before every connect, checked with ROLE,
-// dropped on READONLY or LOADING); or every primary of a Redis Cluster
+// dropped on READONLY, LOADING or +switch-master); or every primary of a
+// Redis Cluster
 // (redis+cluster://): a command goes to the primary of its first key's
 // hash slot, by the slot map (CLUSTER SLOTS, read in the background, at
 // most one read in flight and at most one per topology_refresh_interval);

@@ -568,6 +568,42 @@ TEST(SentinelTest, DecisionsFollowTheSentinelsThroughAFailover) {
   EXPECT_GE(s.connects, 2u);
 }
 
+// A manual failover with the old primary alive and nothing sent: the
+// +switch-master subscription moves the connection to the new primary at
+// once (without it, nothing would tell a client that sends nothing).
+TEST(SentinelTest, AManualFailoverIsFollowedWithoutAWrite) {
+  absl::StatusOr<std::unique_ptr<support::RedisSentinelSet>> set =
+      support::RedisSentinelSet::Start({});
+  ASSERT_TRUE(set.ok()) << set.status();
+  LogLines log;
+  RedisOptions o;
+  o.log = log.Sink();
+  auto conn = testing::ConnectFast((*set)->url(), o);
+  ASSERT_NE(conn, nullptr);
+  ASSERT_TRUE(WaitUntil([&] { return conn->connected(); }));
+  const uint64_t connects = conn->stats().connects;
+  const int old_port = (*set)->primary().port();
+  {
+    absl::StatusOr<SyncRedis> s = (*set)->sentinel(0).Connect();
+    ASSERT_TRUE(s.ok());
+    absl::StatusOr<internal::RedisReply> r =
+        s->Run({"SENTINEL", "FAILOVER", (*set)->options().master_name});
+    ASSERT_TRUE(r.ok() && !r->is_error()) << r->DebugString();
+  }
+  absl::StatusOr<int> promoted =
+      (*set)->WaitForFailover(old_port, absl::Seconds(20));
+  ASSERT_TRUE(promoted.ok()) << promoted.status();
+  EXPECT_TRUE(WaitUntil(
+      [&] { return conn->stats().connects > connects && conn->connected(); },
+      absl::Seconds(5)))
+      << "the connection stayed on the demoted primary";
+  bool logged = false;
+  for (const std::string& line : log.lines()) {
+    logged |= line.find("+switch-master") != std::string::npos;
+  }
+  EXPECT_TRUE(logged);
+}
+
 // A sentinel that monitors no such name, or that refuses the password:
 // the connection says so (log line), and decisions fail per the mode.
 TEST(SentinelTest, AWrongNameOrPasswordIsNamedInTheLog) {
