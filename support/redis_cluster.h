@@ -36,14 +36,16 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
+#include "redis/cluster_map.h"
 #include "redis/reply.h"
 #include "support/redis_server.h"
 #include "support/sync_redis.h"
 
 namespace tokenlease::support {
 
-// The hash slots of a Redis Cluster: 0 to kClusterSlots - 1.
-inline constexpr int kClusterSlots = 16384;
+// The hash slots of a Redis Cluster: 0 to kClusterSlots - 1 (the
+// library's constant).
+using internal::kClusterSlots;
 
 // How to start a cluster. Designated initializers name what differs from
 // the defaults: RedisCluster::Start({.replicas_per_primary = 0}).

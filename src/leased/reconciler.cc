@@ -396,6 +396,9 @@ size_t Reconciler::SubmitBatch(size_t n, std::optional<int64_t> group) {
       q->swap(rest);
     }
   }
+  // None of `group` left: a new slot map moved its keys to another node
+  // between DispatchGroups' count and now (a call needs at least one item).
+  if (calls.empty()) return 0;
   std::vector<BatchItem> items;
   items.reserve(calls.size());
   for (LeaseCall& c : calls) items.push_back(std::move(c.item));

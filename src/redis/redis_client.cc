@@ -20,9 +20,9 @@ RedisClient::RedisClient(const RedisOptions& options, RedisEndpoint endpoint)
       cluster_(endpoint_.topology == RedisEndpoint::Topology::kCluster),
       queue_(options.max_pending) {
   if (cluster_) {
-    slot_health_ = std::make_unique<std::atomic<uint8_t>[]>(kSlotCount);
-    slot_node_ = std::make_unique<std::atomic<int16_t>[]>(kSlotCount);
-    for (int s = 0; s < kSlotCount; ++s) {
+    slot_health_ = std::make_unique<std::atomic<uint8_t>[]>(kClusterSlots);
+    slot_node_ = std::make_unique<std::atomic<int16_t>[]>(kClusterSlots);
+    for (int s = 0; s < kClusterSlots; ++s) {
       // relaxed: before the client thread starts (its start publishes).
       slot_health_[s].store(static_cast<uint8_t>(RedisHealth::kDegraded),
                             std::memory_order_relaxed);

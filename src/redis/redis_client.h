@@ -52,6 +52,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "base/mpsc_queue.h"
+#include "redis/cluster_map.h"
 #include "redis/endpoint.h"
 #include "redis/reply.h"
 #include "tokenlease/redis.h"
@@ -167,7 +168,7 @@ class RedisClient {
     if (!cluster_) return health();
     // relaxed: a hint, as health().
     return static_cast<RedisHealth>(
-        slot_health_[slot % kSlotCount].load(std::memory_order_relaxed));
+        slot_health_[slot % kClusterSlots].load(std::memory_order_relaxed));
   }
   // Cluster only: which primary serves `slot` now, as a small number equal
   // for slots of one node (-1 while unknown). Calls for slots of one node
@@ -176,7 +177,7 @@ class RedisClient {
     if (!cluster_) return 0;
     // relaxed: a hint; a stale value sends a call to a node that fails the
     // items it does not serve ("non local key"), and they are retried.
-    return slot_node_[slot % kSlotCount].load(std::memory_order_relaxed);
+    return slot_node_[slot % kClusterSlots].load(std::memory_order_relaxed);
   }
   // Asks the client thread for a new slot map (a cluster's; rate-limited as
   // every read). Any thread; for callers that saw a node answer for keys it
@@ -193,7 +194,6 @@ class RedisClient {
   struct SentinelQuery;
   struct WaitGroup;
   class Loop;
-  static constexpr int kSlotCount = 16384;
 
   RedisClient(const RedisOptions& options, RedisEndpoint endpoint);
   // Queues `cmd` (taking ownership) and, if `wake`, wakes the loop.
