@@ -8,8 +8,17 @@
 // direct: DirectLimiter::TryAcquire (blocking) from every caller; the
 //         client thread pipelines whatever is pending into one write.
 //
-// Usage: direct_bench [--url=redis://127.0.0.1:PORT] [--callers=1,8,64]
+// Usage: direct_bench [--url=redis[s]://127.0.0.1:PORT] [--callers=1,8,64]
 //                     [--seconds=3] [--keys=1] [--durable_replicas=0]
+//                     [--transport=tcp|tls|tcp,tls] [--tls]
+//                     [--tls_ca_file=F --tls_cert_file=F --tls_key_file=F]
+// --transport=tcp,tls: the private server listens on a plaintext and a TLS
+// port (mutual TLS, certificates made for the run; --tls: TLS only), and
+// every caller count runs each mode over each transport in turn (in the
+// order given: tls,tcp runs TLS first), then prints the ratios TLS ÷
+// plaintext of throughput, p50 and p99 per mode. A rediss://
+// --url runs over TLS with the --tls_*_file given (bench_redis.h); the
+// baselines then use hiredis_ssl.
 // --keys=N: caller i decides on key i % N (default 1: one hot key); with a
 // redis+cluster:// URL the keys spread over the primaries, and only direct
 // mode runs (the synchronous baselines speak to one server).
@@ -30,6 +39,7 @@
 // interleaved with the other sizes, of which the lowest usec per call
 // counts (the machine's other load only adds).
 #include <hiredis/hiredis.h>
+#include <hiredis/hiredis_ssl.h>
 
 #include <algorithm>
 #include <atomic>
@@ -50,6 +60,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "bench/bench_redis.h"
 #include "redis/endpoint.h"
 #include "redis/script_call.h"
 #include "support/redis_server.h"
@@ -356,6 +367,55 @@ int RunBatchBench(redisContext* c, double seconds) {
   return 0;
 }
 
+// A synchronous hiredis connection to `t` for the baselines and --batch:
+// over TLS (hiredis_ssl, the server verified against t.tls.ca_file, the
+// client certificate presented) for a rediss:// URL; nullptr after saying
+// why.
+redisContext* ConnectHiredis(const tokenlease_bench::Transport& t) {
+  auto ep = tokenlease::internal::ParseRedisUrl(t.url);
+  if (!ep.ok()) {
+    std::fprintf(stderr, "%s\n", ep.status().ToString().c_str());
+    return nullptr;
+  }
+  redisContext* c = redisConnect(ep->host.c_str(), ep->port);
+  if (c == nullptr || c->err) {
+    std::fprintf(stderr, "connect to %s failed\n",
+                 tokenlease::internal::RedactRedisUrl(t.url).c_str());
+    if (c != nullptr) redisFree(c);
+    return nullptr;
+  }
+  if (!ep->tls) return c;
+  static const int kOpenSsl = redisInitOpenSSL();
+  (void)kOpenSsl;
+  auto or_null = [](const std::string& s) {
+    return s.empty() ? nullptr : s.c_str();
+  };
+  redisSSLContextError error = REDIS_SSL_CTX_NONE;
+  // Kept for the run: the connection's session refers to it.
+  redisSSLContext* ssl = redisCreateSSLContext(
+      or_null(t.tls.ca_file), or_null(t.tls.ca_dir), or_null(t.tls.cert_file),
+      or_null(t.tls.key_file), ep->host.c_str(), &error);
+  if (ssl == nullptr || redisInitiateSSLWithContext(c, ssl) != REDIS_OK) {
+    std::fprintf(stderr, "TLS to %s failed: %s\n",
+                 tokenlease::internal::RedactRedisUrl(t.url).c_str(),
+                 ssl == nullptr ? redisSSLContextGetError(error) : c->errstr);
+    redisFree(c);
+    return nullptr;
+  }
+  // A server that refuses our certificate says so at the first reply.
+  auto* pong = static_cast<redisReply*>(redisCommand(c, "PING"));
+  const bool ok = pong != nullptr && pong->type == REDIS_REPLY_STATUS;
+  if (pong != nullptr) freeReplyObject(pong);
+  if (!ok) {
+    std::fprintf(stderr, "TLS to %s failed: %s\n",
+                 tokenlease::internal::RedactRedisUrl(t.url).c_str(),
+                 c->err != 0 ? c->errstr : "PING refused");
+    redisFree(c);
+    return nullptr;
+  }
+  return c;
+}
+
 // The lines of the server's INFO commandstats for EVAL and EVALSHA.
 void PrintScriptStats(const tokenlease::support::RedisServer& server) {
   absl::StatusOr<tokenlease::support::SyncRedis> redis = server.Connect();
@@ -379,8 +439,8 @@ void PrintScriptStats(const tokenlease::support::RedisServer& server) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  const char* env_url = std::getenv("TOKENLEASE_BENCH_REDIS_URL");
-  std::string url = env_url != nullptr ? env_url : "";
+  using tokenlease_bench::Transport;
+  tokenlease_bench::BenchRedisFlags redis_flags;
   std::vector<int> callers = {1, 8, 64};
   double seconds = 3;
   bool batch = false;
@@ -389,10 +449,14 @@ int main(int argc, char** argv) {
   int durable = 0;
   for (int i = 1; i < argc; ++i) {
     absl::string_view a = argv[i];
-    if (a == "--batch") {
+    std::string error;
+    if (tokenlease_bench::ParseRedisFlag(a, redis_flags, &error)) {
+      if (!error.empty()) {
+        std::fprintf(stderr, "%s\n", error.c_str());
+        return 2;
+      }
+    } else if (a == "--batch") {
       batch = true;
-    } else if (absl::ConsumePrefix(&a, "--url=")) {
-      url = std::string(a);
     } else if (absl::ConsumePrefix(&a, "--callers=")) {
       callers.clear();
       for (absl::string_view c : absl::StrSplit(a, ',')) {
@@ -422,68 +486,69 @@ int main(int argc, char** argv) {
       seconds_given = true;
     } else {
       std::fprintf(stderr,
-                   "usage: direct_bench [--url=redis://HOST:PORT] "
-                   "[--callers=1,8,64] [--seconds=3] [--keys=1] "
-                   "[--durable_replicas=0] [--batch]\n");
+                   "usage: direct_bench %s [--callers=1,8,64] [--seconds=3] "
+                   "[--keys=1] [--durable_replicas=0] [--batch]\n",
+                   tokenlease_bench::kRedisFlagsUsage);
       return 2;
     }
   }
-  // Without a URL, a private server for the run, stopped when main
-  // returns, after its script statistics are printed.
-  std::unique_ptr<tokenlease::support::RedisServer> server;
-  if (url.empty()) {
-    auto started =
-        tokenlease::support::StartRedisServer({.name = "tokenlease-bench"});
-    if (!started.ok()) {
-      std::fprintf(stderr, "direct_bench: %s (or pass --url)\n",
-                   started.status().ToString().c_str());
-      return 1;
-    }
-    server = *std::move(started);
-    url = server->url();
+  // Without a URL, a private server for the run (on both ports with
+  // --transport=tcp,tls), stopped when main returns, after its script
+  // statistics are printed.
+  auto redis = tokenlease_bench::BenchRedis::Start(redis_flags);
+  if (!redis.ok()) {
+    std::fprintf(stderr, "direct_bench: %s\n",
+                 redis.status().ToString().c_str());
+    return redis.status().code() == absl::StatusCode::kInvalidArgument ? 2 : 1;
   }
-  absl::Cleanup script_stats = [&server] {
-    if (server != nullptr) PrintScriptStats(*server);
+  absl::Cleanup script_stats = [&redis] {
+    if ((*redis)->server() != nullptr) PrintScriptStats(*(*redis)->server());
   };
-  auto ep = tokenlease::internal::ParseRedisUrl(url);
+  const std::vector<Transport>& transports = (*redis)->transports();
+  auto ep = tokenlease::internal::ParseRedisUrl(transports[0].url);
   const bool cluster =
       ep.ok() &&
       ep->topology == tokenlease::internal::RedisEndpoint::Topology::kCluster;
   if (!ep.ok() || !ep->socket_path.empty() || (batch && cluster)) {
-    std::fprintf(stderr, "need a redis://host:port url: %s\n",
+    std::fprintf(stderr, "need a redis[s]://host:port url: %s\n",
                  ep.status().ToString().c_str());
     return 2;
   }
 
   if (batch) {
-    redisContext* c = redisConnect(ep->host.c_str(), ep->port);
-    if (c == nullptr || c->err) {
-      std::fprintf(stderr, "connect failed\n");
-      return 1;
-    }
+    redisContext* c = ConnectHiredis(transports[0]);
+    if (c == nullptr) return 1;
     const int rc = RunBatchBench(c, seconds_given ? seconds : 1.0);
     redisFree(c);
     return rc;
   }
 
-  // A limit that admits everything: both modes run the same script work.
+  // A limit that admits everything: every mode runs the same script work.
   const tokenlease::LimitSpec spec =
       tokenlease::LimitSpec::TokenBucket(1'000'000'000, absl::Seconds(1));
-  tokenlease::DirectLimiterOptions options;
-  options.redis.url = url;
-  options.redis.command_timeout = absl::Seconds(5);
-  options.redis.durable_replicas = durable;
-  options.key_prefix = "bench:direct:";
-  auto limiter = tokenlease::DirectLimiter::Create(spec, options);
-  if (!limiter.ok()) {
-    std::fprintf(stderr, "%s\n", limiter.status().ToString().c_str());
-    return 1;
-  }
-
-  redisContext* sync = redisConnect(ep->host.c_str(), ep->port);
-  if (sync == nullptr || sync->err) {
-    std::fprintf(stderr, "connect failed\n");
-    return 1;
+  // Per transport: the limiter and the baselines' connection.
+  struct Way {
+    const Transport* transport;
+    std::unique_ptr<tokenlease::DirectLimiter> limiter;
+    redisContext* sync = nullptr;  // not with a cluster
+  };
+  std::vector<Way> ways;
+  for (const Transport& t : transports) {
+    tokenlease::DirectLimiterOptions options;
+    options.redis.url = t.url;
+    options.redis.tls = t.tls;
+    options.redis.command_timeout = absl::Seconds(5);
+    options.redis.durable_replicas = durable;
+    options.key_prefix = "bench:direct:";
+    auto limiter = tokenlease::DirectLimiter::Create(spec, options);
+    if (!limiter.ok()) {
+      std::fprintf(stderr, "%s\n", limiter.status().ToString().c_str());
+      return 1;
+    }
+    ways.push_back({&t, *std::move(limiter), nullptr});
+    if (!cluster && (ways.back().sync = ConnectHiredis(t)) == nullptr) {
+      return 1;
+    }
   }
   std::mutex sync_mu;
   tokenlease::internal::AcquireArgs acquire;
@@ -505,71 +570,97 @@ int main(int argc, char** argv) {
     sha_lens.push_back(s.size());
   }
 
-  std::printf("# direct_bench %s, %.1f s per run\n",
-              tokenlease::internal::RedactRedisUrl(url).c_str(), seconds);
-  std::printf("%-8s %-7s %12s %10s %10s %7s\n", "callers", "mode",
-              "decisions/s", "p50_us", "p99_us", "errors");
+  for (const Way& w : ways) {
+    std::printf("# direct_bench %s: %s\n", w.transport->name.c_str(),
+                tokenlease::internal::RedactRedisUrl(w.transport->url).c_str());
+  }
+  std::printf("# %.1f s per run; the transports take turns per caller count\n",
+              seconds);
+  std::printf("%-8s %-9s %-7s %12s %10s %10s %7s\n", "callers", "transport",
+              "mode", "decisions/s", "p50_us", "p99_us", "errors");
   std::vector<std::string> keys;
   for (int k = 0; k < nkeys; ++k) {
     keys.push_back(nkeys == 1 ? "hot" : absl::StrCat("k", k));
   }
+  auto print = [](int n, const Way& w, const char* mode, const RunResult& r) {
+    std::printf("%-8d %-9s %-7s %12.0f %10.1f %10.1f %7lld\n", n,
+                w.transport->name.c_str(), mode, r.per_second, r.p50_us,
+                r.p99_us, static_cast<long long>(r.errors));
+  };
   for (int n : callers) {
-    if (cluster) {
-      RunResult direct = Drive(n, seconds, [&](int t) {
-        return (*limiter)->TryAcquire(keys[t % nkeys]).source ==
-               tokenlease::DecisionSource::kDirect;
-      });
-      std::printf("%-8d %-7s %12.0f %10.1f %10.1f %7lld\n", n, "direct",
-                  direct.per_second, direct.p50_us, direct.p99_us,
-                  static_cast<long long>(direct.errors));
-      continue;
+    std::vector<RunResult> naive(ways.size()), sha(ways.size()),
+        direct(ways.size());
+    for (size_t x = 0; x < ways.size(); ++x) {
+      const Way& w = ways[x];
+      // Not Redis's decision (the failure mode's) counts as an error.
+      auto run_direct = [&] {
+        return Drive(n, seconds, [&](int t) {
+          return w.limiter->TryAcquire(keys[t % nkeys]).source ==
+                 tokenlease::DecisionSource::kDirect;
+        });
+      };
+      if (cluster) {
+        direct[x] = run_direct();
+        print(n, w, "direct", direct[x]);
+        continue;
+      }
+      auto run_sync = [&](std::vector<const char*>& argv,
+                          std::vector<size_t>& lens) {
+        return Drive(n, seconds, [&](int) {
+          std::lock_guard<std::mutex> lock(sync_mu);
+          auto* r = static_cast<redisReply*>(redisCommandArgv(
+              w.sync, static_cast<int>(argv.size()), argv.data(), lens.data()));
+          const bool ok = r != nullptr && r->type == REDIS_REPLY_ARRAY;
+          if (r) freeReplyObject(r);
+          return ok;
+        });
+      };
+      naive[x] = run_sync(naive_argv, naive_lens);
+      sha[x] = run_sync(sha_argv, sha_lens);
+      direct[x] = run_direct();
+      print(n, w, "naive", naive[x]);
+      print(n, w, "sha", sha[x]);
+      print(n, w, "direct", direct[x]);
+      std::printf(
+          "%-8d %-9s ratio   throughput direct/naive = %.2fx, direct/sha = "
+          "%.2fx; p50 naive/direct = %.2fx, sha/direct = %.2fx\n",
+          n, w.transport->name.c_str(),
+          direct[x].per_second / naive[x].per_second,
+          direct[x].per_second / sha[x].per_second,
+          naive[x].p50_us / std::max(direct[x].p50_us, 1e-9),
+          sha[x].p50_us / std::max(direct[x].p50_us, 1e-9));
     }
-    RunResult naive = Drive(n, seconds, [&](int) {
-      std::lock_guard<std::mutex> lock(sync_mu);
-      auto* r = static_cast<redisReply*>(
-          redisCommandArgv(sync, static_cast<int>(naive_argv.size()),
-                           naive_argv.data(), naive_lens.data()));
-      const bool ok = r != nullptr && r->type == REDIS_REPLY_ARRAY;
-      if (r) freeReplyObject(r);
-      return ok;
-    });
-    RunResult sha = Drive(n, seconds, [&](int) {
-      std::lock_guard<std::mutex> lock(sync_mu);
-      auto* r = static_cast<redisReply*>(
-          redisCommandArgv(sync, static_cast<int>(sha_argv.size()),
-                           sha_argv.data(), sha_lens.data()));
-      const bool ok = r != nullptr && r->type == REDIS_REPLY_ARRAY;
-      if (r) freeReplyObject(r);
-      return ok;
-    });
-    // Not Redis's decision (the failure mode's) counts as an error.
-    RunResult direct = Drive(n, seconds, [&](int t) {
-      return (*limiter)->TryAcquire(keys[t % nkeys]).source ==
-             tokenlease::DecisionSource::kDirect;
-    });
-    std::printf("%-8d %-7s %12.0f %10.1f %10.1f %7lld\n", n, "naive",
-                naive.per_second, naive.p50_us, naive.p99_us,
-                static_cast<long long>(naive.errors));
-    std::printf("%-8d %-7s %12.0f %10.1f %10.1f %7lld\n", n, "sha",
-                sha.per_second, sha.p50_us, sha.p99_us,
-                static_cast<long long>(sha.errors));
-    std::printf("%-8d %-7s %12.0f %10.1f %10.1f %7lld\n", n, "direct",
-                direct.per_second, direct.p50_us, direct.p99_us,
-                static_cast<long long>(direct.errors));
-    std::printf(
-        "%-8d ratio   throughput direct/naive = %.2fx, direct/sha = %.2fx; "
-        "p50 naive/direct = %.2fx, sha/direct = %.2fx\n",
-        n, direct.per_second / naive.per_second,
-        direct.per_second / sha.per_second,
-        naive.p50_us / std::max(direct.p50_us, 1e-9),
-        sha.p50_us / std::max(direct.p50_us, 1e-9));
+    // TLS against plaintext (whichever ran first).
+    for (size_t x = 0; x + 1 < ways.size(); ++x) {
+      const size_t tls = ways[x].transport->name == "tls" ? x : x + 1;
+      const size_t tcp = tls == x ? x + 1 : x;
+      auto ratios = [&](const char* mode, const std::vector<RunResult>& r) {
+        std::printf(
+            "%-8d tls/tcp   %-7s throughput %.2fx, p50 %.2fx, "
+            "p99 %.2fx\n",
+            n, mode, r[tls].per_second / std::max(r[tcp].per_second, 1e-9),
+            r[tls].p50_us / std::max(r[tcp].p50_us, 1e-9),
+            r[tls].p99_us / std::max(r[tcp].p99_us, 1e-9));
+      };
+      if (ways[tls].transport->name != "tls" ||
+          ways[tcp].transport->name != "tcp") {
+        continue;
+      }
+      ratios("direct", direct);
+      if (!cluster) ratios("sha", sha);
+      if (!cluster) ratios("naive", naive);
+    }
     std::fflush(stdout);
   }
-  const tokenlease::RedisStats stats = (*limiter)->connection().stats();
-  std::printf("# direct client: %llu commands, %llu replies, %llu timeouts\n",
-              static_cast<unsigned long long>(stats.commands_sent),
-              static_cast<unsigned long long>(stats.replies),
-              static_cast<unsigned long long>(stats.timeouts));
-  redisFree(sync);
+  for (const Way& w : ways) {
+    const tokenlease::RedisStats stats = w.limiter->connection().stats();
+    std::printf(
+        "# direct client, %s: %llu commands, %llu replies, %llu timeouts\n",
+        w.transport->name.c_str(),
+        static_cast<unsigned long long>(stats.commands_sent),
+        static_cast<unsigned long long>(stats.replies),
+        static_cast<unsigned long long>(stats.timeouts));
+    if (w.sync != nullptr) redisFree(w.sync);
+  }
   return 0;
 }

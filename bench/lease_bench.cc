@@ -10,9 +10,13 @@
 // "allowed" counter; a lease case that was not served entirely from its
 // lease (allowed < 1 under "admit") is labelled "RAN DRY".
 //
-// Needs a Redis for the lease: the URL comes from TOKENLEASE_BENCH_REDIS_URL;
-// without it, the binary starts a private redis-server for the run
-// (support/redis_server.h) and stops it at the end.
+// Needs a Redis for the lease: the URL comes from --url or
+// TOKENLEASE_BENCH_REDIS_URL; without it, the binary starts a private
+// redis-server for the run (support/redis_server.h) and stops it at the
+// end. --transport=tcp,tls (bench_redis.h): that server also listens with
+// mutual TLS, and every lease case runs over both, the TLS ones named
+// "lease_tls/..." (a leased decision never touches the connection: the
+// two should match). --tls: TLS only; a rediss:// URL takes --tls_*_file.
 //
 // "admit": token bucket 1e12 per second, burst 1e12 (the Redis scripts
 // accept up to burst x period/limit < 2^51 units; 2^40 is the largest limit
@@ -42,6 +46,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "bench/bench_redis.h"
 #include "benchmark/benchmark.h"
 #include "support/mutex_baseline.h"
 #include "support/redis_server.h"
@@ -57,6 +62,7 @@ using tokenlease::Limiter;
 using KeyHandle = tokenlease::Limiter::Handle;
 using LeaseHandle = tokenlease::LeasedLimiter::Handle;
 using tokenlease::LimitSpec;
+using tokenlease_bench::Transport;
 
 constexpr int64_t kHuge = 1'000'000'000'000;  // 1e12 per second
 // A 32-byte key, as in hot_path_bench.
@@ -85,11 +91,13 @@ struct LeaseCase {
 
 // A leased limiter whose key holds its first lease (admit) or a cached
 // refusal (deny) before anything is timed.
-LeaseCase* MakeLeaseCase(const std::string& url, Load load, int n) {
+LeaseCase* MakeLeaseCase(const Transport& t, Load load, int n) {
   tokenlease::LeasedLimiterOptions options;
-  options.redis.url = url;
-  options.key_prefix = absl::StrCat("bench:lease:", LoadName(load), ":", n, ":",
-                                    absl::GetCurrentTimeNanos(), ":");
+  options.redis.url = t.url;
+  options.redis.tls = t.tls;
+  options.key_prefix =
+      absl::StrCat("bench:lease:", t.name, ":", LoadName(load), ":", n, ":",
+                   absl::GetCurrentTimeNanos(), ":");
   options.lease.lease_ttl = absl::Hours(1);
   options.lease.idle_evict = absl::Hours(3);
   options.lease.max_lease_fraction = 1.0;
@@ -196,37 +204,42 @@ struct MutexCase {
   MutexTokenBucketLimiter::Bucket* bucket;
 };
 
-std::string Name(const char* impl, const char* test, Load load) {
+std::string Name(absl::string_view impl, const char* test, Load load) {
   return absl::StrCat(impl, "/", test, "/", LoadName(load));
 }
 
-void Register(const std::string& url, Load load) {
+// The lease cases' impl over `t`: "lease" (plaintext), "lease_tls".
+std::string LeaseImpl(const Transport& t) {
+  return t.name == "tls" ? "lease_tls" : "lease";
+}
+
+void Register(const std::vector<Transport>& transports, Load load) {
   using benchmark::RegisterBenchmark;
   using benchmark::State;
   const bool admit = load == Load::kAdmit;
   // Single thread through a handle. The lease reads no clock; "now" cases
   // pass the caller's time (a counter), "clock" cases read the clock.
-  {
-    LeaseCase* c = MakeLeaseCase(url, load, 0);
-    RegisterBenchmark(
-        Name("lease", "handle", load).c_str(), [c, admit](State& s) {
-          RunLoop(
-              s, [c] { return c->limiter->TryAcquire(c->handle); },
-              admit ? "lease/handle/admit" : nullptr);
-        });
+  for (const Transport& t : transports) {
+    LeaseCase* c = MakeLeaseCase(t, load, 0);
+    const std::string handle = Name(LeaseImpl(t), "handle", load);
+    RegisterBenchmark(handle.c_str(), [c, admit, handle](State& s) {
+      RunLoop(
+          s, [c] { return c->limiter->TryAcquire(c->handle); },
+          admit ? handle.c_str() : nullptr);
+    });
     // The same decision on the same key without counting it
     // (LimiterStats::decisions): the code differs in nothing else, so the
     // ratio to lease/handle is what counting costs.
-    RegisterBenchmark(
-        Name("lease", "handle_uncounted", load).c_str(), [c, admit](State& s) {
-          RunLoop(
-              s,
-              [c] {
-                return tokenlease::internal::LeaseBenchmarkAccess::
-                    TryAcquireUncounted(*c->limiter, c->handle);
-              },
-              admit ? "lease/handle_uncounted/admit" : nullptr);
-        });
+    const std::string uncounted = Name(LeaseImpl(t), "handle_uncounted", load);
+    RegisterBenchmark(uncounted.c_str(), [c, admit, uncounted](State& s) {
+      RunLoop(
+          s,
+          [c] {
+            return tokenlease::internal::LeaseBenchmarkAccess::
+                TryAcquireUncounted(*c->limiter, c->handle);
+          },
+          admit ? uncounted.c_str() : nullptr);
+    });
   }
   {
     LocalCase* c = MakeLocalCase(load);
@@ -254,14 +267,16 @@ void Register(const std::string& url, Load load) {
   }
   // By a 32-byte name (hash lookup).
   {
-    LeaseCase* c = MakeLeaseCase(url, load, 1);
-    RegisterBenchmark(
-        Name("lease", "string", load).c_str(), [c, admit](State& s) {
-          const std::string key = kKey;
-          RunLoop(
-              s, [c, &key] { return c->limiter->TryAcquire(key); },
-              admit ? "lease/string/admit" : nullptr);
-        });
+    for (const Transport& t : transports) {
+      LeaseCase* c = MakeLeaseCase(t, load, 1);
+      const std::string name = Name(LeaseImpl(t), "string", load);
+      RegisterBenchmark(name.c_str(), [c, admit, name](State& s) {
+        const std::string key = kKey;
+        RunLoop(
+            s, [c, &key] { return c->limiter->TryAcquire(key); },
+            admit ? name.c_str() : nullptr);
+      });
+    }
     LocalCase* l = MakeLocalCase(load);
     RegisterBenchmark(Name("local", "string_now", load).c_str(), [l](State& s) {
       const std::string key = kKey;
@@ -279,33 +294,39 @@ void Register(const std::string& url, Load load) {
   }
   // One shared key, 1 and 2 threads, wall time.
   {
-    LeaseCase* c = MakeLeaseCase(url, load, 2);
-    RegisterBenchmark(Name("lease", "one_key_handle", load).c_str(),
-                      [c, admit](State& s) {
-                        RunLoop(
-                            s,
-                            [c] { return c->limiter->TryAcquire(c->handle); },
-                            admit ? "lease/one_key_handle/admit" : nullptr);
-                      })
-        ->Threads(1)
-        ->Threads(2)
-        ->UseRealTime();
-    // Without counting, as lease/handle_uncounted: each thread counts into
-    // cells only it writes, so counting adds no shared line here either.
-    RegisterBenchmark(
-        Name("lease", "one_key_handle_uncounted", load).c_str(),
-        [c, admit](State& s) {
-          RunLoop(
-              s,
-              [c] {
-                return tokenlease::internal::LeaseBenchmarkAccess::
-                    TryAcquireUncounted(*c->limiter, c->handle);
-              },
-              admit ? "lease/one_key_handle_uncounted/admit" : nullptr);
-        })
-        ->Threads(1)
-        ->Threads(2)
-        ->UseRealTime();
+    for (const Transport& t : transports) {
+      LeaseCase* c = MakeLeaseCase(t, load, 2);
+      const std::string name = Name(LeaseImpl(t), "one_key_handle", load);
+      RegisterBenchmark(name.c_str(),
+                        [c, admit, name](State& s) {
+                          RunLoop(
+                              s,
+                              [c] { return c->limiter->TryAcquire(c->handle); },
+                              admit ? name.c_str() : nullptr);
+                        })
+          ->Threads(1)
+          ->Threads(2)
+          ->UseRealTime();
+      // Without counting, as lease/handle_uncounted: each thread counts
+      // into cells only it writes, so counting adds no shared line here
+      // either.
+      const std::string uncounted =
+          Name(LeaseImpl(t), "one_key_handle_uncounted", load);
+      RegisterBenchmark(uncounted.c_str(),
+                        [c, admit, uncounted](State& s) {
+                          RunLoop(
+                              s,
+                              [c] {
+                                return tokenlease::internal::
+                                    LeaseBenchmarkAccess::TryAcquireUncounted(
+                                        *c->limiter, c->handle);
+                              },
+                              admit ? uncounted.c_str() : nullptr);
+                        })
+          ->Threads(1)
+          ->Threads(2)
+          ->UseRealTime();
+    }
     LocalCase* l = MakeLocalCase(load);
     RegisterBenchmark(
         Name("local", "one_key_handle_clock", load).c_str(),
@@ -350,41 +371,55 @@ void RegisterReferences() {
 
 int main(int argc, char** argv) {
   benchmark::Initialize(&argc, argv);
-  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
-  const char* env_url = std::getenv("TOKENLEASE_BENCH_REDIS_URL");
-  std::string url = env_url != nullptr ? env_url : "";
-  // Without a URL, a private server, stopped when main returns.
-  std::unique_ptr<tokenlease::support::RedisServer> server;
-  if (url.empty()) {
-    auto started =
-        tokenlease::support::StartRedisServer({.name = "tokenlease-bench"});
-    if (!started.ok()) {
-      std::fprintf(stderr,
-                   "lease_bench: %s (or set TOKENLEASE_BENCH_REDIS_URL)\n",
-                   started.status().ToString().c_str());
-      return 1;
+  // The Redis flags (bench_redis.h); Google Benchmark's were taken above.
+  tokenlease_bench::BenchRedisFlags redis_flags;
+  int kept = 1;
+  for (int i = 1; i < argc; ++i) {
+    std::string error;
+    if (!tokenlease_bench::ParseRedisFlag(argv[i], redis_flags, &error)) {
+      argv[kept++] = argv[i];
+    } else if (!error.empty()) {
+      std::fprintf(stderr, "lease_bench: %s\n", error.c_str());
+      return 2;
     }
-    server = *std::move(started);
-    url = server->url();
   }
-  // The endpoint without credentials (the URL may carry a password).
-  tokenlease::RedisOptions redis_options;
-  redis_options.url = url;
-  auto conn = tokenlease::RedisConnection::Create(redis_options);
-  if (!conn.ok()) {
-    std::fprintf(stderr, "lease_bench: %s\n", conn.status().ToString().c_str());
+  argc = kept;
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) {
+    std::fprintf(stderr, "lease_bench flags: %s\n",
+                 tokenlease_bench::kRedisFlagsUsage);
     return 1;
   }
-  benchmark::AddCustomContext("redis", (*conn)->endpoint());
-  conn->reset();
+  // Without a URL, a private server, stopped when main returns.
+  auto redis = tokenlease_bench::BenchRedis::Start(redis_flags);
+  if (!redis.ok()) {
+    std::fprintf(stderr, "lease_bench: %s\n",
+                 redis.status().ToString().c_str());
+    return 1;
+  }
+  for (const tokenlease_bench::Transport& t : (*redis)->transports()) {
+    // The endpoint without credentials (the URL may carry a password).
+    tokenlease::RedisOptions redis_options;
+    redis_options.url = t.url;
+    redis_options.tls = t.tls;
+    auto conn = tokenlease::RedisConnection::Create(redis_options);
+    if (!conn.ok()) {
+      std::fprintf(stderr, "lease_bench: %s\n",
+                   conn.status().ToString().c_str());
+      return 1;
+    }
+    benchmark::AddCustomContext(absl::StrCat("redis/", t.name),
+                                (*conn)->endpoint());
+  }
   benchmark::AddCustomContext(
       "spec/admit", tokenlease::DescribeSpec(tokenlease_bench::SpecFor(
                         tokenlease_bench::Load::kAdmit)));
   benchmark::AddCustomContext(
       "spec/deny", tokenlease::DescribeSpec(tokenlease_bench::SpecFor(
                        tokenlease_bench::Load::kDeny)));
-  tokenlease_bench::Register(url, tokenlease_bench::Load::kAdmit);
-  tokenlease_bench::Register(url, tokenlease_bench::Load::kDeny);
+  tokenlease_bench::Register((*redis)->transports(),
+                             tokenlease_bench::Load::kAdmit);
+  tokenlease_bench::Register((*redis)->transports(),
+                             tokenlease_bench::Load::kDeny);
   tokenlease_bench::RegisterReferences();
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();

@@ -92,14 +92,26 @@ absl::StatusOr<int> PickPort(bool with_bus) {
 }
 
 // Starts a server with `options` on a port PickPort chose, on another if
-// that one was taken meanwhile (the server then exits: Unavailable).
+// that one was taken meanwhile (the server then exits: Unavailable). With
+// options.tls, its TLS port is picked too; the bus port (`with_bus`) is
+// then the TLS port's (tls-cluster: the bus speaks TLS, on tls-port +
+// 10000).
 absl::StatusOr<std::unique_ptr<RedisServer>> StartOnPickedPort(
     RedisServerOptions options, bool with_bus) {
   absl::Status last;
+  const bool tls = options.tls.has_value();
   for (int i = 0; i < kStartAttempts; ++i) {
-    absl::StatusOr<int> port = PickPort(with_bus);
+    absl::StatusOr<int> port = PickPort(with_bus && !tls);
     if (!port.ok()) return port.status();
     options.port = *port;
+    if (tls) {
+      absl::StatusOr<int> tls_port;
+      do {
+        tls_port = PickPort(with_bus);
+        if (!tls_port.ok()) return tls_port.status();
+      } while (*tls_port == *port || *tls_port + kBusPortOffset == *port);
+      options.tls->port = *tls_port;
+    }
     auto server = StartRedisServer(options);
     if (server.ok() || !absl::IsUnavailable(server.status())) return server;
     last = server.status();
@@ -333,11 +345,18 @@ absl::Status RedisCluster::StartNodes(absl::Time deadline) {
       "cluster-require-full-coverage yes",
       "cluster-allow-reads-when-down no",
   };
+  if (options_.tls.has_value()) {
+    // The bus and the replication links speak TLS too: the nodes announce
+    // their TLS ports to one another (and to clients on a TLS connection).
+    lines.push_back("tls-cluster yes");
+    lines.push_back("tls-replication yes");
+  }
   lines.insert(lines.end(), options_.config_lines.begin(),
                options_.config_lines.end());
   for (int i = 0; i < total; ++i) {
     absl::StatusOr<std::unique_ptr<RedisServer>> node =
-        StartOnPickedPort({.config_lines = lines,
+        StartOnPickedPort({.tls = options_.tls,
+                           .config_lines = lines,
                            .name = absl::StrCat(options_.name, "-", i),
                            .start_timeout = Remaining(deadline)},
                           /*with_bus=*/true);
@@ -394,7 +413,7 @@ absl::Status RedisCluster::Join(absl::Time deadline) {
   for (int i = 1; i < total; ++i) {
     for (int j = 0; j < i; ++j) {
       absl::StatusOr<RedisReply> met = RunOk(
-          i, {"CLUSTER", "MEET", "127.0.0.1", absl::StrCat(node(j).port())});
+          i, {"CLUSTER", "MEET", "127.0.0.1", absl::StrCat(AnnouncedPort(j))});
       if (!met.ok()) return met.status();
     }
   }
@@ -515,6 +534,19 @@ std::string RedisCluster::url() const {
   return absl::StrCat("redis+cluster://", absl::StrJoin(seeds, ","));
 }
 
+std::string RedisCluster::tls_url() const {
+  if (!options_.tls.has_value()) return "";
+  std::vector<std::string> seeds;
+  for (int i = 0; i < options_.primaries; ++i) {
+    seeds.push_back(absl::StrCat("127.0.0.1:", node(i).tls_port()));
+  }
+  return absl::StrCat("rediss+cluster://", absl::StrJoin(seeds, ","));
+}
+
+int RedisCluster::AnnouncedPort(int i) const {
+  return options_.tls.has_value() ? node(i).tls_port() : node(i).port();
+}
+
 std::string RedisCluster::Describe(int i) const {
   return absl::StrCat("node ", i, " (127.0.0.1:", node(i).port(), ")");
 }
@@ -527,7 +559,10 @@ absl::Status RedisCluster::CheckIndex(int i, absl::string_view what) const {
 
 int RedisCluster::IndexOfPort(int port) const {
   for (int i = 0; i < size(); ++i) {
-    if (node(i).port() == port) return i;
+    if (node(i).port() == port ||
+        (node(i).tls_port() != 0 && node(i).tls_port() == port)) {
+      return i;
+    }
   }
   return -1;
 }
@@ -566,6 +601,8 @@ absl::StatusOr<std::vector<RedisCluster::NodeEntry>> RedisCluster::View(int i) {
     NodeEntry e;
     e.id = f[0];
     e.port = PortOfAddress(f[1]);
+    // Our node's plaintext port, also where a node names a TLS port.
+    if (const int j = IndexOfPort(e.port); j >= 0) e.port = node(j).port();
     e.flags = absl::StrSplit(f[2], ',');
     e.master_id = f[3];
     for (size_t k = 8; k < f.size(); ++k) {
@@ -814,8 +851,9 @@ absl::Status RedisCluster::MigrateKeys(int slot, int from, int to) {
           " moved no key of slot ", slot, "; ", count->integer, " left"));
     }
     left = count->integer;
+    // With tls-cluster, MIGRATE speaks TLS: to the TLS port.
     std::vector<std::string> migrate = {
-        "MIGRATE", "127.0.0.1", absl::StrCat(node(to).port()),
+        "MIGRATE", "127.0.0.1", absl::StrCat(AnnouncedPort(to)),
         "",        "0",         absl::StrCat(kMigrateTimeoutMs),
         "KEYS"};
     for (const RedisReply& key : keys->elements) migrate.push_back(key.str);
@@ -914,10 +952,15 @@ absl::Status RedisSentinelSet::StartDataNodes(absl::Time deadline) {
   if (!options_.password.empty()) {
     lines.push_back(absl::StrCat("masterauth ", ConfQuote(options_.password)));
   }
+  // The replica's link speaks TLS, to the primary's TLS port, and the
+  // replica announces its own TLS port (REPLCONF listening-port): the
+  // sentinels learn TLS ports only.
+  if (options_.tls.has_value()) lines.push_back("tls-replication yes");
   lines.insert(lines.end(), options_.config_lines.begin(),
                options_.config_lines.end());
   absl::StatusOr<std::unique_ptr<RedisServer>> primary =
       StartRedisServer({.password = options_.password,
+                        .tls = options_.tls,
                         .config_lines = lines,
                         .name = options_.name + "-primary",
                         .start_timeout = Remaining(deadline)});
@@ -925,9 +968,11 @@ absl::Status RedisSentinelSet::StartDataNodes(absl::Time deadline) {
     return StartFailed("the primary", primary.status(), options_.start_timeout);
   }
   primary_ = *std::move(primary);
-  lines.push_back(absl::StrCat("replicaof 127.0.0.1 ", primary_->port()));
+  lines.push_back(
+      absl::StrCat("replicaof 127.0.0.1 ", AnnouncedPort(*primary_)));
   absl::StatusOr<std::unique_ptr<RedisServer>> replica =
       StartRedisServer({.password = options_.password,
+                        .tls = options_.tls,
                         .config_lines = lines,
                         .name = options_.name + "-replica",
                         .start_timeout = Remaining(deadline)});
@@ -953,19 +998,27 @@ absl::Status RedisSentinelSet::StartDataNodes(absl::Time deadline) {
 
 absl::Status RedisSentinelSet::StartSentinels(absl::Time deadline) {
   const std::string& name = options_.master_name;
+  const bool tls = options_.tls.has_value();
   // Each sentinel's file names the others by port and id, so the ports are
   // chosen before any starts; if one was taken meanwhile, all start again.
+  // With TLS each has a TLS port too, the one its peers know it by.
   for (int attempt = 0;; ++attempt) {
     std::array<int, kSentinels> ports{};
+    std::array<int, kSentinels> tls_ports{};
     std::array<std::string, kSentinels> ids;
     for (int i = 0; i < kSentinels; ++i) {
-      absl::StatusOr<int> port;
-      do {
-        port = PickPort(/*with_bus=*/false);
-        if (!port.ok()) return port.status();
-      } while (std::find(ports.begin(), ports.begin() + i, *port) !=
-               ports.begin() + i);
-      ports[i] = *port;
+      for (int* port : {&ports[i], &tls_ports[i]}) {
+        if (port == &tls_ports[i] && !tls) continue;
+        absl::StatusOr<int> picked;
+        do {
+          picked = PickPort(/*with_bus=*/false);
+          if (!picked.ok()) return picked.status();
+        } while (std::find(ports.begin(), ports.end(), *picked) !=
+                     ports.end() ||
+                 std::find(tls_ports.begin(), tls_ports.end(), *picked) !=
+                     tls_ports.end());
+        *port = *picked;
+      }
       constexpr char kHex[] = "0123456789abcdef";
       std::uniform_int_distribution<int> digit(0, 15);
       for (int k = 0; k < 40; ++k) ids[i] += kHex[digit(Rng())];
@@ -975,19 +1028,24 @@ absl::Status RedisSentinelSet::StartSentinels(absl::Time deadline) {
       std::vector<std::string> lines = {
           absl::StrCat("sentinel myid ", ids[i]),
           absl::StrCat("sentinel monitor ", name, " 127.0.0.1 ",
-                       primary_->port(), " 2"),
+                       AnnouncedPort(*primary_), " 2"),
           absl::StrCat("sentinel down-after-milliseconds ", name, " ",
                        absl::ToInt64Milliseconds(options_.down_after)),
           absl::StrCat("sentinel failover-timeout ", name, " ",
                        absl::ToInt64Milliseconds(options_.failover_timeout)),
           absl::StrCat("sentinel parallel-syncs ", name, " 1"),
           absl::StrCat("sentinel known-replica ", name, " 127.0.0.1 ",
-                       replica_->port()),
+                       AnnouncedPort(*replica_)),
       };
+      // A sentinel speaks TLS to the data nodes and to the other sentinels
+      // with tls-replication yes (and announces its TLS port in its hello
+      // messages).
+      if (tls) lines.push_back("tls-replication yes");
       for (int k = 0; k < kSentinels; ++k) {
         if (k == i) continue;
-        lines.push_back(absl::StrCat("sentinel known-sentinel ", name,
-                                     " 127.0.0.1 ", ports[k], " ", ids[k]));
+        lines.push_back(
+            absl::StrCat("sentinel known-sentinel ", name, " 127.0.0.1 ",
+                         tls ? tls_ports[k] : ports[k], " ", ids[k]));
       }
       if (!options_.password.empty()) {
         lines.push_back(absl::StrCat("sentinel auth-pass ", name, " ",
@@ -1000,9 +1058,12 @@ absl::Status RedisSentinelSet::StartSentinels(absl::Time deadline) {
       // The launcher's usual redis.conf (save "", appendonly no, DEBUG from
       // loopback) is one a sentinel accepts; it rewrites the file in its
       // own directory as it learns.
+      std::optional<RedisTlsServerOptions> sentinel_tls = options_.tls;
+      if (tls) sentinel_tls->port = tls_ports[i];
       absl::StatusOr<std::unique_ptr<RedisServer>> sentinel =
           StartRedisServer({.password = options_.sentinel_password,
                             .port = ports[i],
+                            .tls = std::move(sentinel_tls),
                             .config_lines = std::move(lines),
                             .extra_args = {"--sentinel"},
                             .name = absl::StrCat(options_.name, "-", i),
@@ -1081,6 +1142,20 @@ absl::Status RedisSentinelSet::StartSentinels(absl::Time deadline) {
   return absl::OkStatus();
 }
 
+std::string RedisSentinelSet::tls_url() const {
+  if (!options_.tls.has_value()) return "";
+  std::vector<std::string> hosts;
+  for (const std::unique_ptr<RedisServer>& s : sentinels_) {
+    hosts.push_back(absl::StrCat("127.0.0.1:", s->tls_port()));
+  }
+  return absl::StrCat("rediss+sentinel://", absl::StrJoin(hosts, ","), "/",
+                      options_.master_name);
+}
+
+int RedisSentinelSet::AnnouncedPort(const RedisServer& server) const {
+  return options_.tls.has_value() ? server.tls_port() : server.port();
+}
+
 std::string RedisSentinelSet::url() const {
   std::vector<std::string> hosts;
   for (const std::unique_ptr<RedisServer>& s : sentinels_) {
@@ -1092,7 +1167,10 @@ std::string RedisSentinelSet::url() const {
 
 RedisServer* RedisSentinelSet::ServerOnPort(int port) {
   for (RedisServer* s : {primary_.get(), replica_.get()}) {
-    if (s != nullptr && s->running() && s->port() == port) return s;
+    if (s != nullptr && s->running() &&
+        (s->port() == port || (s->tls_port() != 0 && s->tls_port() == port))) {
+      return s;
+    }
   }
   return nullptr;
 }
@@ -1130,6 +1208,10 @@ absl::StatusOr<int> RedisSentinelSet::CurrentPrimaryPort() {
 
 absl::StatusOr<int> RedisSentinelSet::WaitForFailover(int old_port,
                                                       absl::Duration timeout) {
+  // A data node's plaintext port as the port the sentinels know it by.
+  for (RedisServer* s : {primary_.get(), replica_.get()}) {
+    if (s != nullptr && s->port() == old_port) old_port = AnnouncedPort(*s);
+  }
   int port = 0;
   absl::Status done = WaitUntil(
       absl::StrCat("the failover from 127.0.0.1:", old_port),

@@ -13,6 +13,11 @@
 // started it (PR_SET_PDEATHSIG): call Start from the thread that lives as
 // long as the topology (the test's own thread). Every wait is bounded.
 //
+// With `tls` (support/tls_certs.h makes the certificates), every server
+// also listens on a TLS port and the servers speak TLS to one another; the
+// launchers keep driving them over the plaintext ports, and tls_url()
+// names the TLS ports for the client under test.
+//
 //   absl::StatusOr<std::unique_ptr<RedisCluster>> cluster =
 //       RedisCluster::Start({.primaries = 3, .replicas_per_primary = 1});
 //   if (!cluster.ok()) return cluster.status();
@@ -59,6 +64,14 @@ struct RedisClusterOptions {
   // failing; a killed primary's replica takes over about 2 to 3 times this
   // later.
   absl::Duration node_timeout = absl::Milliseconds(2000);
+  // TLS (its `port` is ignored: each node's is picked): every node also
+  // listens on a TLS port, with tls-cluster yes (the cluster bus speaks TLS,
+  // on the TLS port + 10000) and tls-replication yes (so do the replicas'
+  // links). The nodes then announce their TLS ports: a client on a TLS
+  // connection is told TLS ports (CLUSTER SLOTS, CLUSTER NODES, MOVED,
+  // ASK), one on a plaintext connection plaintext ports (Redis 7.0). The
+  // launcher itself stays on the plaintext ports. nullopt: plaintext only.
+  std::optional<RedisTlsServerOptions> tls{};
   // More redis.conf lines for every node, after the launcher's own (a later
   // directive wins).
   std::vector<std::string> config_lines{};
@@ -111,6 +124,9 @@ class RedisCluster {
   // nodes that started as primaries, as seeds (still valid seeds after a
   // failover while one of them runs). No credentials.
   std::string url() const;
+  // "rediss+cluster://127.0.0.1:<t1>,127.0.0.1:<t2>,...": the TLS ports of
+  // the same nodes; "" without `tls`.
+  std::string tls_url() const;
 
   // The node serving `slot` now, as the first running node that answers
   // sees it (a killed primary until its failover is over). InvalidArgument
@@ -177,8 +193,11 @@ class RedisCluster {
   absl::StatusOr<std::vector<NodeEntry>> View(int i);
   // The view of the first running node that answers.
   absl::StatusOr<std::vector<NodeEntry>> AnyView();
-  // The node listening on `port`; -1 if none.
+  // The node listening on `port` (plaintext or TLS); -1 if none.
   int IndexOfPort(int port) const;
+  // The port node `i` announces to the others: its TLS port with `tls`,
+  // else its port. Its bus listens on this + 10000.
+  int AnnouncedPort(int i) const;
   // "node 3 (127.0.0.1:12345)", for messages.
   std::string Describe(int i) const;
   absl::Status CheckIndex(int i, absl::string_view what) const;
@@ -210,6 +229,14 @@ struct RedisSentinelOptions {
   // sentinel failover-timeout: also how long a failed failover attempt
   // waits before the next (twice this).
   absl::Duration failover_timeout = absl::Milliseconds(5000);
+  // TLS (its `port` is ignored: each server's is picked): the primary, the
+  // replica and the sentinels also listen on TLS ports, all with
+  // tls-replication yes, so the replica's link, the sentinels' links to
+  // the data nodes and to one another speak TLS, and every port the
+  // sentinels know and name (SENTINEL GET-MASTER-ADDR-BY-NAME, REPLICAS,
+  // SENTINELS) is a TLS port. The launcher itself stays on the plaintext
+  // ports. nullopt: plaintext only.
+  std::optional<RedisTlsServerOptions> tls{};
   // More redis.conf lines for the two data nodes (not the sentinels).
   std::vector<std::string> config_lines{};
   // How long Start may take in all.
@@ -244,6 +271,9 @@ class RedisSentinelSet {
   // "redis+sentinel://127.0.0.1:<s1>,127.0.0.1:<s2>,127.0.0.1:<s3>/<name>",
   // without credentials (a URL's password is the data nodes').
   std::string url() const;
+  // "rediss+sentinel://127.0.0.1:<t1>,127.0.0.1:<t2>,127.0.0.1:<t3>/<name>":
+  // the sentinels' TLS ports; "" without `tls`.
+  std::string tls_url() const;
   // The server started as the primary, and the one started as its replica:
   // the names stay after a failover (CurrentPrimaryPort says which serves).
   RedisServer& primary() { return *primary_; }
@@ -254,19 +284,25 @@ class RedisSentinelSet {
   const RedisSentinelOptions& options() const { return options_; }
 
   // The primary's port as the first running sentinel that answers names it
-  // (SENTINEL GET-MASTER-ADDR-BY-NAME). Unavailable if none answers.
+  // (SENTINEL GET-MASTER-ADDR-BY-NAME): its TLS port with `tls`.
+  // Unavailable if none answers.
   absl::StatusOr<int> CurrentPrimaryPort();
   // Waits at most `timeout` until every running sentinel names the same
-  // port other than `old_port` and the server there says it is a master
-  // (ROLE); returns that port. DeadlineExceeded naming what was missing.
+  // port other than `old_port` (a data node's port or, with `tls`, TLS
+  // port) and the server there says it is a master (ROLE); returns that
+  // port as the sentinels name it (the TLS port with `tls`).
+  // DeadlineExceeded naming what was missing.
   absl::StatusOr<int> WaitForFailover(int old_port, absl::Duration timeout);
 
  private:
   explicit RedisSentinelSet(RedisSentinelOptions options);
   absl::Status StartDataNodes(absl::Time deadline);
   absl::Status StartSentinels(absl::Time deadline);
-  // The running server among the five listening on `port`; nullptr if none.
+  // The running data node listening on `port` (plaintext or TLS); nullptr
+  // if none.
   RedisServer* ServerOnPort(int port);
+  // The port the sentinels know `server` by: its TLS port with `tls`.
+  int AnnouncedPort(const RedisServer& server) const;
   // `server`'s reply to `args` on its cached connection (an error reply is
   // a reply); Unavailable if it is not running or does not answer.
   absl::StatusOr<internal::RedisReply> Run(

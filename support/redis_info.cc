@@ -39,6 +39,14 @@ std::string InfoText(absl::string_view info, absl::string_view name) {
   return "";
 }
 
+std::string ServerVersion(absl::string_view info) {
+  const bool valkey = InfoText(info, "server_name") == "valkey";
+  std::string version =
+      InfoText(info, valkey ? "valkey_version" : "redis_version");
+  if (version.empty()) version = "?";
+  return absl::StrCat(valkey ? "valkey-server " : "redis-server ", version);
+}
+
 int64_t InfoField(absl::string_view info, absl::string_view name) {
   int64_t v = 0;
   return absl::SimpleAtoi(InfoText(info, name), &v) ? v : -1;

@@ -15,6 +15,12 @@ namespace tokenlease::support {
 // The value of the line "name:value" of INFO output; "" if absent.
 std::string InfoText(absl::string_view info, absl::string_view name);
 
+// The server's program and version from INFO server output, for
+// banners: "valkey-server 8.0.1" when server_name is valkey (whose
+// redis_version is a compatibility 7.2.4), else "redis-server 7.0.15";
+// "redis-server ?" when the version is absent.
+std::string ServerVersion(absl::string_view info);
+
 // The value of "name:value" as an integer; -1 if absent or not an integer.
 int64_t InfoField(absl::string_view info, absl::string_view name);
 

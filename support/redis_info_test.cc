@@ -26,6 +26,16 @@ TEST(RedisInfoTest, TextAndIntegerFields) {
   EXPECT_EQ(InfoField(kInfo, "absent"), -1);
 }
 
+// Valkey reports a compatibility redis_version; its own is valkey_version.
+TEST(RedisInfoTest, ServerVersionNamesRedisOrValkey) {
+  EXPECT_EQ(ServerVersion("# Server\r\nredis_version:7.0.15\r\n"),
+            "redis-server 7.0.15");
+  EXPECT_EQ(ServerVersion("# Server\r\nredis_version:7.2.4\r\n"
+                          "server_name:valkey\r\nvalkey_version:8.0.1\r\n"),
+            "valkey-server 8.0.1");
+  EXPECT_EQ(ServerVersion(""), "redis-server ?");
+}
+
 TEST(RedisInfoTest, CommandStatistics) {
   EXPECT_EQ(CommandCalls(kInfo, "evalsha"), 1234);
   EXPECT_EQ(CommandCalls(kInfo, "eval"), 5);  // not evalsha's

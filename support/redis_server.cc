@@ -95,6 +95,14 @@ struct ChildSetup {
   _exit(127);
 }
 
+// The program to run: `binary`, else $TOKENLEASE_REDIS_SERVER, else
+// redis-server.
+std::string ServerProgram(const std::string& binary) {
+  if (!binary.empty()) return binary;
+  const char* env = std::getenv("TOKENLEASE_REDIS_SERVER");
+  return env != nullptr && *env != '\0' ? env : "redis-server";
+}
+
 }  // namespace
 
 std::string ConfQuote(std::string_view s) {
@@ -146,17 +154,24 @@ std::string RedisServer::url() const {
   return absl::StrCat("redis://127.0.0.1:", port_);
 }
 
+std::string RedisServer::tls_url() const {
+  if (!options_.tls.has_value()) return "";
+  return absl::StrCat("rediss://127.0.0.1:", tls_port_);
+}
+
 absl::Status RedisServer::Start() {
   if (running()) {
     return absl::FailedPreconditionError(
         absl::StrCat("redis-server already runs on port ", port_));
   }
-  binary_ = FindOnPath(options_.binary);
+  binary_ = FindOnPath(ServerProgram(options_.binary));
   if (binary_.empty()) {
+    const std::string program = ServerProgram(options_.binary);
     return absl::NotFoundError(absl::StrCat(
-        options_.binary,
-        " is not installed (not on PATH); install it with `apt-get install "
-        "redis-server`"));
+        program, " is not installed (not on PATH); install it with `apt-get ",
+        "install ",
+        program == "valkey-server" ? "valkey-server" : "redis-server",
+        "` (docs/operations.md \"Valkey\" for Debian 12)"));
   }
   if (dir_.empty()) {
     const char* tmp = std::getenv("TMPDIR");
@@ -168,7 +183,10 @@ absl::Status RedisServer::Start() {
     dir_ = dir;
     if (options_.unix_socket) socket_path_ = dir_ + "/redis.sock";
   }
-  const int attempts = options_.port != 0 ? 1 : kPortAttempts;
+  const bool tls = options_.tls.has_value();
+  const bool ports_given =
+      options_.port != 0 && (!tls || options_.tls->port != 0);
+  const int attempts = ports_given ? 1 : kPortAttempts;
   absl::Status last;
   for (int i = 0; i < attempts; ++i) {
     if (options_.port != 0) {
@@ -178,8 +196,19 @@ absl::Status RedisServer::Start() {
       if (!port.ok()) return port.status();
       port_ = *port;
     }
+    if (tls && options_.tls->port != 0) {
+      tls_port_ = options_.tls->port;
+    } else if (tls) {
+      // Not the plaintext port, which is free too until the server binds
+      // it.
+      do {
+        absl::StatusOr<int> port = FreeLoopbackPort();
+        if (!port.ok()) return port.status();
+        tls_port_ = *port;
+      } while (tls_port_ == port_);
+    }
     last = Launch();
-    // Only an exit at start may be another process on the port.
+    // Only an exit at start may be another process on a port.
     if (!absl::IsUnavailable(last)) return last;
   }
   return last;
@@ -225,6 +254,24 @@ absl::Status RedisServer::WriteConfig() const {
     lines.push_back(absl::StrCat(
         "user ", ConfQuote(options_.acl_user), " on ",
         ConfQuote(absl::StrCat(">", options_.acl_password)), " ~* &* +@all"));
+  }
+  if (options_.tls.has_value()) {
+    const RedisTlsServerOptions& tls = *options_.tls;
+    lines.push_back(absl::StrCat("tls-port ", tls_port_));
+    lines.push_back(absl::StrCat("tls-cert-file ", ConfQuote(tls.cert_file)));
+    lines.push_back(absl::StrCat("tls-key-file ", ConfQuote(tls.key_file)));
+    if (!tls.ca_file.empty()) {
+      lines.push_back(
+          absl::StrCat("tls-ca-cert-file ", ConfQuote(tls.ca_file)));
+    }
+    lines.push_back(absl::StrCat("tls-auth-clients ",
+                                 tls.require_client_cert ? "yes" : "no"));
+    if (!tls.client_cert_file.empty()) {
+      lines.push_back(absl::StrCat("tls-client-cert-file ",
+                                   ConfQuote(tls.client_cert_file)));
+      lines.push_back(
+          absl::StrCat("tls-client-key-file ", ConfQuote(tls.client_key_file)));
+    }
   }
   lines.insert(lines.end(), options_.config_lines.begin(),
                options_.config_lines.end());
@@ -282,9 +329,10 @@ absl::Status RedisServer::WaitUntilReady() {
     }
     if (Exited(pid_)) {
       pid_ = -1;
-      return absl::UnavailableError(
-          absl::StrCat(binary_, " exited at start on port ", port_, ": ",
-                       LastLogLine(), " (its files: ", dir_, ")"));
+      return absl::UnavailableError(absl::StrCat(
+          binary_, " exited at start on port ", port_,
+          tls_port_ != 0 ? absl::StrCat(" (TLS port ", tls_port_, ")") : "",
+          ": ", LastLogLine(), " (its files: ", dir_, ")"));
     }
     // Ready: it answers PING (not LOADING its data), and it is this
     // process, not another that holds the port (ours then fails to bind).

@@ -16,13 +16,25 @@
 //   if (!server.ok()) return server.status();   // NotFound: not installed
 //   absl::StatusOr<SyncRedis> redis = (*server)->Connect();
 //
-// Extending it (Redis Cluster, Sentinel, TLS): every setting goes through
-// the redis.conf the launcher writes, so `config_lines` reaches any
-// directive ("cluster-enabled yes", "tls-port 0", "tls-cert-file ...") and
-// `extra_args` anything that only the command line takes ("--sentinel",
-// after the file). The Redis Cluster and Sentinel launchers
-// (redis_cluster.h) are built that way, reusing RedisServer as is.
-// TLS will also need the ready check (PING) and SyncRedis to speak TLS.
+// TLS: with `tls` set, the server also listens on a second port of
+// 127.0.0.1, its TLS port (tls_port(), tls_url(); chosen as `port` is, kept
+// across Restart), with the certificates given (support/tls_certs.h makes
+// a set at test time). The plaintext port stays: the launcher's ready
+// check (PING), Connect() and the tests' admin commands use it, so a TLS
+// server needs nothing of the client under test to start or to be
+// inspected.
+//
+//   absl::StatusOr<std::unique_ptr<TempTlsFiles>> certs = TempTlsFiles::Make();
+//   auto server = StartRedisServer(
+//       {.tls = TlsServerOptionsFor((*certs)->files())});
+//   std::string url = (*server)->tls_url();  // rediss://127.0.0.1:<port>
+//
+// Extending it (Redis Cluster, Sentinel): every setting goes through the
+// redis.conf the launcher writes, so `config_lines` reaches any directive
+// ("cluster-enabled yes", "tls-replication yes") and `extra_args` anything
+// that only the command line takes ("--sentinel", after the file). The
+// Redis Cluster and Sentinel launchers (redis_cluster.h) are built that
+// way, reusing RedisServer as is.
 #ifndef TOKENLEASE_SUPPORT_REDIS_SERVER_H_
 #define TOKENLEASE_SUPPORT_REDIS_SERVER_H_
 
@@ -30,6 +42,7 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -41,6 +54,35 @@
 #include "support/sync_redis.h"
 
 namespace tokenlease::support {
+
+// The TLS side of a server (RedisServerOptions::tls): the redis.conf
+// directives tls-port, tls-cert-file, tls-key-file, tls-ca-cert-file,
+// tls-auth-clients and tls-client-cert-file / tls-client-key-file. Paths
+// are used as given (make them absolute: the server runs in its own
+// directory). TlsServerOptionsFor (support/tls_certs.h) fills it from a
+// set of test certificates.
+struct RedisTlsServerOptions {
+  // The certificate and key the server presents (PEM).
+  std::string cert_file{};
+  std::string key_file{};
+  // The CA certificates (PEM) client certificates are verified against,
+  // and the servers this one connects to itself (its primary, the cluster
+  // bus, the sentinels' links).
+  std::string ca_file{};
+  // tls-auth-clients yes: a client without a certificate that ca_file
+  // verifies is refused (under TLS 1.3 the client sees it at its first
+  // read, after its handshake succeeded). Default no: any client may
+  // connect, one that presents a certificate must present a valid one.
+  bool require_client_cert = false;
+  // The certificate and key the server presents when it connects to
+  // another as a client (replication, cluster bus, sentinel links), which
+  // must allow clientAuth when the other requires client certificates.
+  // Empty: cert_file and key_file.
+  std::string client_cert_file{};
+  std::string client_key_file{};
+  // The TLS port; 0: a free one picked as `port` is (RedisServerOptions).
+  int port = 0;
+};
 
 // How to start a server. Every field has a default that makes a plain
 // private server; designated initializers name the rest:
@@ -65,6 +107,9 @@ struct RedisServerOptions {
   // The port; 0: a free one the kernel picks (retried on a few ports if
   // another process takes it first).
   int port = 0;
+  // Also listen with TLS on a port of its own (RedisTlsServerOptions);
+  // nullopt: plaintext only.
+  std::optional<RedisTlsServerOptions> tls{};
   // More redis.conf lines, after the launcher's own (a later directive
   // wins): "maxmemory 10mb", "cluster-enabled yes". Values with spaces
   // must be quoted as redis.conf quotes them.
@@ -74,8 +119,10 @@ struct RedisServerOptions {
   // A command that runs the server, before it: {"valgrind",
   // "--tool=callgrind", ...}. Empty: redis-server runs itself.
   std::vector<std::string> wrapper{};
-  // The program, looked up on PATH unless it holds a '/'.
-  std::string binary = "redis-server";
+  // The program, looked up on PATH unless it holds a '/'. Empty: the
+  // environment variable TOKENLEASE_REDIS_SERVER if set (the Valkey matrix
+  // of scripts/test.sh sets it to valkey-server), else "redis-server".
+  std::string binary{};
   // The start of the temporary directory's name (under TMPDIR or /tmp),
   // to tell whose server a leftover directory was.
   std::string name = "tokenlease-redis";
@@ -104,7 +151,8 @@ class RedisServer {
   // that holds the port). NotFound, saying how to install it, if the
   // program is not on PATH; Cancelled when `cancelled` said so;
   // Unavailable, with the last line of its log, if it exited (a few free
-  // ports are tried first); DeadlineExceeded if it never answered;
+  // ports, and TLS ports, are tried first, unless both were given);
+  // DeadlineExceeded if it never answered;
   // FailedPrecondition if it is already running. A server that did not
   // start is not left running.
   absl::Status Start();
@@ -113,9 +161,10 @@ class RedisServer {
   void Stop();
   // SIGKILL, and waits for the process: the kill -9 fault.
   void Kill();
-  // Starts it again on the same port and socket, with the same directory
-  // (after Kill or Stop; stops it first if it runs), and waits until it
-  // answers PING. Retried for about 2 s while the old port is released.
+  // Starts it again on the same port, TLS port and socket, with the same
+  // directory (after Kill or Stop; stops it first if it runs), and waits
+  // until it answers PING. Retried for about 2 s while the old ports are
+  // released.
   absl::Status Restart();
   // SIGSTOP / SIGCONT: a server that is alive but answers nothing.
   void Pause();
@@ -125,6 +174,12 @@ class RedisServer {
   bool running() const { return pid_ > 0; }
   // Where it listens on 127.0.0.1 (0 before Start).
   int port() const { return port_; }
+  // Where it listens with TLS on 127.0.0.1: 0 without `tls` or before
+  // Start; kept across Restart.
+  int tls_port() const { return tls_port_; }
+  // "rediss://127.0.0.1:<tls_port>", without credentials; "" without
+  // `tls`.
+  std::string tls_url() const;
   // The process (-1 when not running): for banners and signals.
   pid_t pid() const { return pid_; }
   // "redis://127.0.0.1:<port>", without credentials.
@@ -162,6 +217,7 @@ class RedisServer {
   std::string dir_;
   std::string socket_path_;
   int port_ = 0;
+  int tls_port_ = 0;
   pid_t pid_ = -1;
   bool paused_ = false;
 };

@@ -20,6 +20,7 @@
 #include "absl/time/time.h"
 #include "redis/reply.h"
 #include "support/sync_redis.h"
+#include "support/tls_certs.h"
 
 namespace tokenlease::support {
 namespace {
@@ -180,6 +181,120 @@ TEST(RedisServerTest, ConfigLinesAndExtraArguments) {
             "[maxmemory, 12345678]");
   EXPECT_EQ(Command(**server, {"CONFIG", "GET", "maxmemory-policy"}),
             "[maxmemory-policy, allkeys-lru]");
+}
+
+TEST(RedisServerTest, APlainServerHasNoTlsPort) {
+  RedisServer server;
+  ASSERT_TRUE(server.Start().ok());
+  EXPECT_EQ(server.tls_port(), 0);
+  EXPECT_EQ(server.tls_url(), "");
+  EXPECT_EQ(Command(server, {"CONFIG", "GET", "tls-port"}), "[tls-port, 0]");
+}
+
+TEST(RedisServerTest, TlsPortAnswersBesidesThePlaintextOneAndSurvivesRestart) {
+  absl::StatusOr<std::unique_ptr<TempTlsFiles>> certs = TempTlsFiles::Make();
+  ASSERT_TRUE(certs.ok()) << certs.status();
+  const TlsFiles& f = (*certs)->files();
+  RedisServer server({.tls = TlsServerOptionsFor(f)});
+  ASSERT_TRUE(server.Start().ok());
+  const int port = server.port();
+  const int tls_port = server.tls_port();
+  EXPECT_GT(tls_port, 0);
+  EXPECT_NE(tls_port, port);
+  EXPECT_EQ(server.tls_url(), absl::StrCat("rediss://127.0.0.1:", tls_port));
+  EXPECT_EQ(server.url(), absl::StrCat("redis://127.0.0.1:", port));
+  // The plaintext port stays, for the launcher and the tests' admin.
+  EXPECT_EQ(Command(server, {"PING"}), "PONG");
+  EXPECT_EQ(Command(server, {"CONFIG", "GET", "tls-port"}),
+            absl::StrCat("[tls-port, ", tls_port, "]"));
+  EXPECT_EQ(Command(server, {"CONFIG", "GET", "tls-auth-clients"}),
+            "[tls-auth-clients, no]");
+  // With or without a client certificate.
+  absl::StatusOr<std::string> pong = TlsPing(tls_port, f, false);
+  EXPECT_TRUE(pong.ok() && *pong == "PONG") << pong.status();
+  pong = TlsPing(tls_port, f, true);
+  EXPECT_TRUE(pong.ok() && *pong == "PONG") << pong.status();
+  // Plaintext on the TLS port is no Redis conversation.
+  absl::StatusOr<SyncRedis> plain =
+      SyncRedis::ConnectPort(tls_port, absl::Milliseconds(500));
+  if (plain.ok()) {
+    EXPECT_FALSE(plain->Run({"PING"}).ok());
+  }
+
+  const pid_t pid = server.pid();
+  server.Kill();
+  EXPECT_TRUE(Dead(pid));
+  EXPECT_FALSE(TlsPing(tls_port, f, false).ok());
+  ASSERT_TRUE(server.Restart().ok());
+  EXPECT_EQ(server.port(), port);
+  EXPECT_EQ(server.tls_port(), tls_port);
+  pong = TlsPing(tls_port, f, false);
+  EXPECT_TRUE(pong.ok() && *pong == "PONG") << pong.status();
+  server.Stop();
+  ASSERT_TRUE(server.Restart().ok());
+  EXPECT_EQ(server.tls_port(), tls_port);
+  pong = TlsPing(tls_port, f, true);
+  EXPECT_TRUE(pong.ok() && *pong == "PONG") << pong.status();
+}
+
+TEST(RedisServerTest, TlsRequiringClientCertsRefusesAClientWithoutOne) {
+  absl::StatusOr<std::unique_ptr<TempTlsFiles>> certs = TempTlsFiles::Make();
+  ASSERT_TRUE(certs.ok()) << certs.status();
+  const TlsFiles& f = (*certs)->files();
+  auto server = StartRedisServer(
+      {.password = "pw",
+       .tls = TlsServerOptionsFor(f, /*require_client_cert=*/true)});
+  ASSERT_TRUE(server.ok()) << server.status();
+  const int tls_port = (*server)->tls_port();
+  EXPECT_EQ(Command(**server, {"CONFIG", "GET", "tls-auth-clients"}),
+            "[tls-auth-clients, yes]");
+  absl::StatusOr<std::string> refused = TlsPing(tls_port, f, false);
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kUnavailable)
+      << refused.status();
+  EXPECT_THAT(std::string(refused.status().message()),
+              HasSubstr("certificate required"));
+  // With the client certificate: in, then the password as on plaintext.
+  absl::StatusOr<std::string> noauth = TlsPing(tls_port, f, true);
+  ASSERT_TRUE(noauth.ok()) << noauth.status();
+  EXPECT_THAT(*noauth, HasSubstr("NOAUTH"));
+  absl::StatusOr<std::vector<internal::RedisReply>> replies =
+      TlsCommands(tls_port, {{"AUTH", "pw"}, {"PING"}},
+                  {.ca_file = f.ca_file,
+                   .cert_file = f.client_cert,
+                   .key_file = f.client_key});
+  ASSERT_TRUE(replies.ok()) << replies.status();
+  EXPECT_EQ(replies->back().str, "PONG");
+  // A certificate of the wrong kind (the server's own, serverAuth only) is
+  // refused as a client certificate.
+  absl::StatusOr<std::vector<internal::RedisReply>> wrong_kind =
+      TlsCommands(tls_port, {{"PING"}},
+                  {.ca_file = f.ca_file,
+                   .cert_file = f.server_cert,
+                   .key_file = f.server_key});
+  EXPECT_EQ(wrong_kind.status().code(), absl::StatusCode::kUnavailable);
+}
+
+TEST(RedisServerTest, AGivenTlsPort) {
+  absl::StatusOr<std::unique_ptr<TempTlsFiles>> certs = TempTlsFiles::Make();
+  ASSERT_TRUE(certs.ok()) << certs.status();
+  const TlsFiles& f = (*certs)->files();
+  RedisServer first({.tls = TlsServerOptionsFor(f)});
+  ASSERT_TRUE(first.Start().ok());
+  const int tls_port = first.tls_port();
+  first.Stop();
+  RedisTlsServerOptions tls = TlsServerOptionsFor(f);
+  tls.port = tls_port;
+  RedisServer second({.tls = tls});
+  ASSERT_TRUE(second.Start().ok());
+  EXPECT_EQ(second.tls_port(), tls_port);
+  EXPECT_TRUE(TlsPing(tls_port, f, false).ok());
+  // Taken now: the plaintext port is free, so the start is retried on other
+  // plaintext ports, and still fails, saying which TLS port.
+  RedisServer third({.tls = tls, .start_timeout = absl::Seconds(5)});
+  const absl::Status s = third.Start();
+  EXPECT_EQ(s.code(), absl::StatusCode::kUnavailable) << s;
+  EXPECT_THAT(std::string(s.message()),
+              HasSubstr(absl::StrCat("TLS port ", tls_port)));
 }
 
 TEST(RedisServerTest, AServerThatExitsAtStartSaysWhyFromItsOutput) {

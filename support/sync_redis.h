@@ -9,6 +9,15 @@
 //   if (!redis.ok()) return redis.status();
 //   absl::StatusOr<internal::RedisReply> r = redis->Run({"GET", "k"});
 //
+// TLS: a "rediss://" URL connects over TLS with the settings of a
+// RedisTlsOptions (include/tokenlease/redis.h), verified as the library's
+// connections verify (src/redis/tls.h):
+//
+//   RedisTlsOptions tls;
+//   tls.ca_file = "/etc/redis/ca.pem";
+//   absl::StatusOr<SyncRedis> redis =
+//       SyncRedis::Connect("rediss://127.0.0.1:6380", absl::Seconds(2), tls);
+//
 // Not for the hot path: a benchmark that measures synchronous calls keeps
 // its own raw hiredis context (bench/direct_bench.cc does).
 #ifndef TOKENLEASE_SUPPORT_SYNC_REDIS_H_
@@ -25,6 +34,7 @@
 #include "absl/time/time.h"
 #include "redis/endpoint.h"
 #include "redis/reply.h"
+#include "tokenlease/redis.h"
 
 struct redisContext;
 
@@ -39,18 +49,28 @@ class SyncRedis {
  public:
   // Connects to `url` in one of the library's forms (ParseRedisUrl in
   // src/redis/endpoint.h: redis://[[user]:password@]host[:port][/db],
-  // unix:///path[?db=N]), logs in (AUTH) and selects the database.
-  // Connecting, and every command later, waits at most `timeout`.
-  // InvalidArgument for a URL the library refuses; Unavailable if the
-  // server cannot be reached, does not answer or refuses the login. No
-  // message ever shows the password.
+  // rediss://... over TLS, unix:///path[?db=N]), logs in (AUTH) and
+  // selects the database. Connecting, the TLS handshake, and every command
+  // later, wait at most `timeout` each. `tls`: the TLS settings of a
+  // rediss URL, as RedisOptions::tls (the server's certificate must name
+  // the URL's host unless tls.server_name says otherwise); a plain URL
+  // takes the defaults only. InvalidArgument for a URL the library
+  // refuses, TLS settings with a plain URL, a CA, certificate or key file
+  // that cannot be used; Unavailable if the server cannot be reached, does
+  // not answer, fails the TLS handshake (the message names why: "the
+  // server's certificate is not trusted", "does not name ...", "the server
+  // is not speaking TLS", ...) or refuses the login. No message ever shows
+  // the password or key material.
   static absl::StatusOr<SyncRedis> Connect(
-      absl::string_view url, absl::Duration timeout = kDefaultRedisTimeout);
+      absl::string_view url, absl::Duration timeout = kDefaultRedisTimeout,
+      const RedisTlsOptions& tls = {});
   // The same for an endpoint already parsed (or built, as a launcher does
-  // for its own server: no URL encoding of its password needed).
+  // for its own server: no URL encoding of its password needed); TLS when
+  // endpoint.tls is set.
   static absl::StatusOr<SyncRedis> Connect(
       const internal::RedisEndpoint& endpoint,
-      absl::Duration timeout = kDefaultRedisTimeout);
+      absl::Duration timeout = kDefaultRedisTimeout,
+      const RedisTlsOptions& tls = {});
   // 127.0.0.1:`port`, without a login.
   static absl::StatusOr<SyncRedis> ConnectPort(
       int port, absl::Duration timeout = kDefaultRedisTimeout);
@@ -75,7 +95,7 @@ class SyncRedis {
   absl::StatusOr<std::string> Info(absl::string_view section = "");
 
   // Where it is connected, without credentials ("redis://127.0.0.1:6379/0",
-  // "unix:///path"): for messages.
+  // "rediss://127.0.0.1:6380/0", "unix:///path"): for messages.
   const std::string& endpoint() const { return endpoint_; }
 
  private:

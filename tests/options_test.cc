@@ -287,6 +287,23 @@ const OptionCase kCases[] = {
     {"RedisMaxPendingAbove",
      With<R>([](R& o) { o.max_pending = (size_t{1} << 24) + 1; }),
      "RedisOptions.max_pending is 16777217"},
+    {"RedisTlsUrl", With<R>([](R& o) { o.url = "rediss://h:6380"; }), ""},
+    {"RedisTlsOptionsWithAPlainUrl",
+     With<R>([](R& o) { o.tls.ca_file = "/ca.pem"; }),
+     "RedisOptions.tls is set but RedisOptions.url is not a TLS URL"},
+    {"RedisTlsVerifyOffWithAPlainUrl",
+     With<R>([](R& o) { o.tls.verify_peer = false; }),
+     "RedisOptions.tls is set"},
+    {"RedisTlsCertWithoutKey", With<R>([](R& o) {
+       o.url = "rediss://h:6380";
+       o.tls.cert_file = "/client.pem";
+     }),
+     "RedisOptions.tls: cert_file and key_file go together"},
+    {"RedisTlsServerNameBad", With<R>([](R& o) {
+       o.url = "rediss+cluster://h:7000";
+       o.tls.server_name = "a b";
+     }),
+     "RedisOptions.tls.server_name \"a b\""},
 };
 
 class OptionsTest : public ::testing::TestWithParam<OptionCase> {};

@@ -53,6 +53,39 @@ struct RedisHealthEvent {
   std::string reason;
 };
 
+// TLS for "rediss" endpoints (docs/operations.md "TLS"): the same settings
+// for every connection of the endpoint (each cluster node, each sentinel).
+// Files are PEM and are read when the connection is created
+// (RedisConnection::Create fails with InvalidArgument naming the file and
+// OpenSSL's reason if one cannot be used); key material and passwords are
+// never logged. The handshake is part of connecting: it has
+// `connect_timeout`, the health model, the backoff and the failure modes
+// of a plain connect, and its failures are named ("the server's
+// certificate is not trusted", "does not name 127.0.0.2", "has expired",
+// "the server is not speaking TLS", ...).
+struct RedisTlsOptions {
+  // Trusted certificate authorities: a file of PEM certificates and/or a
+  // directory of hashed ones (openssl rehash). Both empty: the system's
+  // default trust store (/etc/ssl/certs), as managed Redis services need.
+  std::string ca_file;
+  std::string ca_dir;
+  // A client certificate (with its chain) and its private key, for servers
+  // that require one (tls-auth-clients yes: mutual TLS). Both or neither.
+  // An encrypted key is not supported.
+  std::string cert_file;
+  std::string key_file;
+  // The name sent in the handshake (SNI) and checked against the server's
+  // certificate (its DNS or IP subject alternative names). Empty: the host
+  // of the URL, and for a Redis Cluster the address each node announces;
+  // set it when the certificates name a host the nodes are not reached by
+  // (one name for every node). Only letters, digits, '.', '-', '_', ':'.
+  std::string server_name;
+  // Check the server's certificate chain and name (default). false:
+  // accept any certificate, which an attacker on the path can forge; one
+  // line says so in RedisOptions::log when the connection is created.
+  bool verify_peer = true;
+};
+
 // How to reach Redis. Every field has a usable default; Validate() says
 // which one is out of range.
 struct RedisOptions {
@@ -64,11 +97,16 @@ struct RedisOptions {
   //     primary of their keys' hash slot;
   //   "redis+sentinel://[[user]:password@]host:port[,...]/name[/db]": the
   //     primary that the sentinels at host:port (default port 26379)
-  //     monitor as `name`.
+  //     monitor as `name`;
+  //   "rediss://...", "rediss+cluster://...", "rediss+sentinel://...": the
+  //     same over TLS (`tls`).
   // The credentials are the data nodes' (for sentinels: sentinel_user and
   // sentinel_password). Host names are resolved once, when the connection
   // is created; cluster nodes are reached at the addresses they announce.
   std::string url = "redis://127.0.0.1:6379";
+  // TLS settings; used by "rediss" URLs only (any non-default field with a
+  // "redis" URL fails Validate).
+  RedisTlsOptions tls;
   // Sentinel endpoints: how to log in to the sentinels (AUTH), when they
   // require it; empty password: no AUTH. Ignored by other endpoints.
   std::string sentinel_user;

@@ -154,11 +154,13 @@ void DirectLimiter::Impl::Submit(std::string_view key, int64_t cost,
   if (client_.HealthOfSlot(client_.cluster()
                                ? internal::LimitSlot(options_.key_prefix, key)
                                : 0) == RedisHealth::kDown) {
-    done(fail(absl::UnavailableError(absl::StrCat(
-                  "Redis at ", connection_->endpoint(),
-                  client_.cluster() ? " (the primary of this key's slot)" : "",
-                  " is down (RedisHealth::kDown)")),
-              false));
+    const std::string why = client_.LastConnectError();
+    done(fail(
+        absl::UnavailableError(absl::StrCat(
+            "Redis at ", connection_->endpoint(),
+            client_.cluster() ? " (the primary of this key's slot)" : "",
+            " is down (RedisHealth::kDown)", why.empty() ? "" : ": ", why)),
+        false));
     return;
   }
   internal::AcquireArgs args;

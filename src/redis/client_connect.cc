@@ -14,9 +14,9 @@
 #include "redis/client_loop.h"
 #include "redis/client_time.h"
 #include "redis/scripts.h"
+#include "redis/tls.h"
 
 namespace tokenlease::internal {
-
 void RedisClient::Loop::StartConnect(Node* node) {
   if (stopped_) return;
   if (sentinel() && !node->located) {
@@ -41,6 +41,16 @@ void RedisClient::Loop::StartConnect(Node* node) {
   if (ac == nullptr || ac->err) {
     failed(ac ? ac->errstr : "out of memory");
     return;
+  }
+  if (client_->tls_ != nullptr) {
+    // Right after the connect starts, before the event adapter (hiredis
+    // #1002); the handshake then runs within the connect timer below.
+    absl::StatusOr<ssl_st*> ssl = client_->tls_->Attach(&ac->c, node->tls_name);
+    if (!ssl.ok()) {
+      failed(std::string(ssl.status().message()));
+      return;
+    }
+    conn->ssl = *ssl;
   }
   if (redisLibeventAttach(ac, base_) != REDIS_OK) {
     // Only fails if the context already has an event adapter (a hiredis
@@ -110,12 +120,39 @@ void RedisClient::Loop::OnConnect(Connection* conn, const redisAsyncContext* ac,
   // hiredis frees the context right after this callback and calls no
   // disconnect callback.
   Node* node = conn->node;
-  node->last_error = ErrorText(ac, "connect failed");
+  // The TCP connect; a TLS handshake's failures end in the disconnect
+  // callback, but a reset that comes before the connect is seen (a TLS
+  // server refusing us at once) lands here.
+  node->last_error = conn->ssl != nullptr && PeerReset(&ac->c)
+                         ? LoginFailure(conn, ac, "connect failed")
+                         : ErrorText(ac, "connect failed");
   MarkClosed(conn);
   conn->ac = nullptr;
   client_->counters_.connect_failures.fetch_add(1, std::memory_order_relaxed);
   ScheduleReconnect(node);
   RequestRefresh();
+}
+
+// Why `conn` ended before its login finished: TLS's precise reason when
+// it has one; else hiredis's text, with a hint when a plaintext login met
+// a server that closed or reset it at once (a TLS port does).
+std::string RedisClient::Loop::LoginFailure(const Connection* conn,
+                                            const redisAsyncContext* ac,
+                                            const char* fallback) const {
+  const std::string text = ErrorText(ac, fallback);
+  if (conn->ssl != nullptr) {
+    return client_->tls_->HandshakeFailure(conn->ssl, text, PeerReset(&ac->c));
+  }
+  // TCP connected, then closed or reset before any login reply: what a
+  // TLS port does with a plaintext client.
+  if (conn->state == Connection::State::kConnecting && conn->node->port != 0 &&
+      (ac->c.flags & REDIS_CONNECTED) != 0 &&
+      (ac->c.err == REDIS_ERR_EOF || ac->c.err == REDIS_ERR_IO)) {
+    return absl::StrCat(text,
+                        " before answering the login (if this port speaks "
+                        "TLS, use rediss://)");
+  }
+  return text;
 }
 
 void RedisClient::Loop::OnHandshakeCb(redisAsyncContext*, void* r,
@@ -213,6 +250,10 @@ void RedisClient::Loop::MarkReady(Connection* conn) {
   node->backoff_attempt = 0;
   node->last_error.clear();
   node->logged_error.clear();
+  {
+    std::lock_guard<std::mutex> lock(client_->connect_error_mu_);
+    client_->connect_error_.clear();
+  }
   // relaxed: monitoring.
   client_->connected_.store(true, std::memory_order_relaxed);
   client_->counters_.connects.fetch_add(1, std::memory_order_relaxed);
@@ -241,9 +282,14 @@ void RedisClient::Loop::MarkReady(Connection* conn) {
 void RedisClient::Loop::OnConnectTimerCb(evutil_socket_t, short, void* arg) {
   auto* conn = static_cast<Connection*>(arg);
   Loop* loop = conn->loop;
+  const std::string limit =
+      absl::FormatDuration(loop->options().connect_timeout);
   conn->node->last_error =
-      absl::StrCat("connect and login did not finish within ",
-                   absl::FormatDuration(loop->options().connect_timeout));
+      conn->ssl != nullptr && !TlsContext::HandshakeDone(conn->ssl)
+          ? absl::StrCat("the TLS handshake did not finish within ", limit,
+                         " (a server that is not speaking TLS, or a frozen "
+                         "one)")
+          : absl::StrCat("connect and login did not finish within ", limit);
   loop->client_->counters_.connect_failures.fetch_add(
       1, std::memory_order_relaxed);
   loop->Teardown(conn, conn->node->last_error);
@@ -266,7 +312,15 @@ void RedisClient::Loop::OnDisconnectCb(const redisAsyncContext* ac, int) {
   auto* conn = static_cast<Connection*>(ac->data);
   Loop* loop = conn->loop;
   if (!conn->hiredis_done) {  // lost, not closed by us
-    conn->node->last_error = ErrorText(ac, "server closed the connection");
+    if (conn->state == Connection::State::kReady) {
+      conn->node->last_error = ErrorText(ac, "server closed the connection");
+    } else {
+      // During the TLS handshake or the login: a failed connect.
+      conn->node->last_error =
+          loop->LoginFailure(conn, ac, "server closed the connection");
+      loop->client_->counters_.connect_failures.fetch_add(
+          1, std::memory_order_relaxed);
+    }
     loop->MarkClosed(conn);
     loop->ScheduleReconnect(conn->node);
     loop->RequestRefresh();
@@ -277,6 +331,7 @@ void RedisClient::Loop::OnDisconnectCb(const redisAsyncContext* ac, int) {
 // hiredis is done with (or is freeing) conn's context.
 void RedisClient::Loop::MarkClosed(Connection* conn) {
   conn->hiredis_done = true;
+  conn->ssl = nullptr;  // freed with the context
   conn->state = Connection::State::kClosed;
   FreeTimer(&conn->connect_timer);
   Node* node = conn->node;
@@ -322,6 +377,8 @@ void RedisClient::Loop::ScheduleReconnect(Node* node) {
     Log(node, absl::StrCat("no connection: ", node->last_error,
                            " (retrying with backoff)"));
     node->logged_error = node->last_error;
+    std::lock_guard<std::mutex> lock(client_->connect_error_mu_);
+    client_->connect_error_ = absl::StrCat(Where(node), ": ", node->last_error);
   }
   if (evtimer_pending(node->reconnect_timer, nullptr)) return;
   const int64_t min_ns =
@@ -401,6 +458,16 @@ RedisClient::SentinelQuery* RedisClient::Loop::OpenSentinel(Node* node,
   q->watch = watch;
   q->sentinel = absl::StrCat(s.host, ":", s.port);
   redisAsyncContext* ac = redisAsyncConnect(s.address.c_str(), s.port);
+  if (ac != nullptr && !ac->err && client_->tls_ != nullptr) {
+    absl::StatusOr<ssl_st*> ssl = client_->tls_->Attach(&ac->c, s.host);
+    if (!ssl.ok()) {
+      *why =
+          absl::StrCat("sentinel ", q->sentinel, ": ", ssl.status().message());
+      redisAsyncFree(ac);
+      return nullptr;
+    }
+    q->ssl = *ssl;
+  }
   if (ac == nullptr || ac->err || redisLibeventAttach(ac, base_) != REDIS_OK) {
     *why = absl::StrCat("sentinel ", q->sentinel, ": ",
                         ac ? ac->errstr : "out of memory");
@@ -463,11 +530,22 @@ void RedisClient::Loop::OnSentinelConnectCb(const redisAsyncContext* ac,
 void RedisClient::Loop::OnSentinelDisconnectCb(const redisAsyncContext* ac,
                                                int) {
   auto* q = static_cast<SentinelQuery*>(ac->data);
-  q->loop->SentinelFailed(q,
-                          ErrorText(ac, "the sentinel closed the connection"));
+  q->loop->SentinelFailed(
+      q, q->loop->SentinelFailure(q, ac, "the sentinel closed the connection"));
   q->hiredis_done = true;
   q->ac = nullptr;
   if (q->watch && !q->loop->stopped_) q->loop->ScheduleWatch();
+}
+
+// As LoginFailure, for a sentinel's connection.
+std::string RedisClient::Loop::SentinelFailure(const SentinelQuery* q,
+                                               const redisAsyncContext* ac,
+                                               const char* fallback) const {
+  const std::string text = ErrorText(ac, fallback);
+  if (q->ssl != nullptr && !q->answered) {
+    return client_->tls_->HandshakeFailure(q->ssl, text, PeerReset(&ac->c));
+  }
+  return text;
 }
 
 void RedisClient::Loop::OnSentinelAuthCb(redisAsyncContext*, void* r,
@@ -539,6 +617,9 @@ void RedisClient::Loop::SentinelAnswered(SentinelQuery* q,
     node->host = host;
     node->port = port;
   }
+  // The address the sentinels announce is the name its certificate must
+  // hold (or RedisTlsOptions::server_name).
+  node->tls_name = host;
   node->located = true;
   if (node->current == nullptr && !stopped_) StartConnect(node);
 }

@@ -6,6 +6,8 @@
 #include <hiredis/adapters/libevent.h>
 #include <hiredis/async.h>
 #include <hiredis/hiredis.h>
+#include <pthread.h>
+#include <signal.h>
 
 #include <algorithm>
 #include <mutex>
@@ -15,6 +17,7 @@
 #include "redis/client_time.h"
 #include "redis/script_call.h"
 #include "redis/scripts.h"
+#include "redis/tls.h"
 
 namespace tokenlease::internal {
 namespace {
@@ -48,7 +51,9 @@ RedisClient::Loop::Loop(RedisClient* client)
   switch (ep.topology) {
     case RedisEndpoint::Topology::kSingle:
       if (ep.socket_path.empty()) {
-        AddNode(ep.address, ep.port, false)->label = ep.Describe();
+        Node* node = AddNode(ep.address, ep.port, false);
+        node->label = ep.Describe();
+        node->tls_name = ep.host;
       } else {
         AddNode(ep.socket_path, 0, true)->label = ep.Describe();
       }
@@ -59,8 +64,9 @@ RedisClient::Loop::Loop(RedisClient* client)
       break;
     case RedisEndpoint::Topology::kCluster:
       slots_.assign(kClusterSlots, nullptr);
-      for (const HostPort& seed : ep.seeds)
-        FindOrAddNode(seed.address, seed.port);
+      for (const HostPort& seed : ep.seeds) {
+        FindOrAddNode(seed.address, seed.port)->tls_name = seed.host;
+      }
       break;
   }
 }
@@ -89,6 +95,19 @@ bool RedisClient::Loop::ok() const {
 }
 
 void RedisClient::Loop::Run() {
+  // A write to a socket the server closed raises SIGPIPE, which kills the
+  // process unless handled: hiredis's send() and OpenSSL's write() do not
+  // ask the kernel not to. Blocked on this thread, the write fails with
+  // EPIPE instead, and the connection closes as any broken one does.
+  sigset_t pipe;
+  sigemptyset(&pipe);
+  sigaddset(&pipe, SIGPIPE);
+  pthread_sigmask(SIG_BLOCK, &pipe, nullptr);
+  if (client_->tls_ != nullptr && !client_->tls_->verify_peer()) {
+    Log(nodes_.front().get(),
+        "TLS certificate verification is off (RedisOptions::tls.verify_peer "
+        "= false): any server, or anyone on the path, is trusted");
+  }
   // A quarter of down_after (1 to 50 ms): a stall is noticed within
   // 1.25 x down_after.
   const int64_t period =
@@ -224,6 +243,7 @@ RedisClient::Node* RedisClient::Loop::AddNode(const std::string& host, int port,
                                               bool unix_socket) {
   auto node = std::make_unique<Node>(options());
   node->host = host;
+  node->tls_name = host;
   node->port = port;
   node->unix_socket = unix_socket;
   node->loop = this;

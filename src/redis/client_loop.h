@@ -20,6 +20,7 @@
 
 struct redisAsyncContext;
 struct redisReply;
+struct ssl_st;
 
 namespace tokenlease::internal {
 
@@ -74,6 +75,8 @@ struct RedisClient::Connection {
   Node* node = nullptr;
   // Script commands written since this connection's last WAIT.
   WaitGroup* open_group = nullptr;
+  // TLS: the session (hiredis frees it with `ac`); nullptr without TLS.
+  ssl_st* ssl = nullptr;
 };
 
 // The script commands one WAIT confirms: those written to `conn` before
@@ -94,6 +97,9 @@ struct RedisClient::Node {
   int port = 0;
   bool unix_socket = false;
   std::string label;  // "127.0.0.1:7000", for logs and messages
+  // TLS: the name its certificate must hold (the host as the URL wrote
+  // it, or the address a cluster or the sentinels announced).
+  std::string tls_name;
   Loop* loop = nullptr;
   Connection* current = nullptr;
   std::list<Command*> waiting;
@@ -120,7 +126,8 @@ struct RedisClient::SentinelQuery {
   redisAsyncContext* ac = nullptr;
   Loop* loop = nullptr;
   Node* node = nullptr;
-  std::string sentinel;  // "host:port", for messages
+  std::string sentinel;   // "host:port", for messages
+  ssl_st* ssl = nullptr;  // TLS session, as Connection::ssl
   int handshake_left = 0;
   bool answered = false;
   bool hiredis_done = false;
@@ -219,6 +226,11 @@ class RedisClient::Loop {
   void MarkClosed(Connection* conn);
   void Teardown(Connection* conn, const std::string& reason);
   void ScheduleReconnect(Node* node);
+  std::string LoginFailure(const Connection* conn, const redisAsyncContext* ac,
+                           const char* fallback) const;
+  std::string SentinelFailure(const SentinelQuery* q,
+                              const redisAsyncContext* ac,
+                              const char* fallback) const;
   static void OnReconnectCb(evutil_socket_t, short, void* arg);
   void FreeTimer(event** ev);
   void FreeConnectionEvents(Connection* conn);

@@ -16,10 +16,11 @@ namespace tokenlease::internal {
 namespace {
 
 constexpr absl::string_view kForms =
-    "accepted forms: redis://[[user]:password@]host[:port][/db], "
+    "accepted forms: redis[s]://[[user]:password@]host[:port][/db], "
     "unix:///path/to/socket[?db=N], "
-    "redis+cluster://[[user]:password@]host:port[,host:port...] and "
-    "redis+sentinel://[[user]:password@]host:port[,host:port...]/name[/db]";
+    "redis[s]+cluster://[[user]:password@]host:port[,host:port...] and "
+    "redis[s]+sentinel://[[user]:password@]host:port[,host:port...]/name[/db] "
+    "(rediss: TLS)";
 
 // Never echoes the credentials: a message may end up in a log.
 absl::Status Bad(absl::string_view url, absl::string_view why) {
@@ -160,8 +161,9 @@ std::string RedisEndpoint::Describe() const {
     const bool v6 = absl::StrContains(h, ':');
     return absl::StrCat(v6 ? "[" : "", h, v6 ? "]" : "", ":", p);
   };
+  const char* redis = tls ? "rediss" : "redis";
   if (topology == Topology::kSingle) {
-    return absl::StrCat("redis://", host_port(host, port), "/", db);
+    return absl::StrCat(redis, "://", host_port(host, port), "/", db);
   }
   std::string hosts;
   for (const HostPort& s : seeds) {
@@ -169,9 +171,9 @@ std::string RedisEndpoint::Describe() const {
                     host_port(s.host, s.port));
   }
   if (topology == Topology::kCluster) {
-    return absl::StrCat("redis+cluster://", hosts);
+    return absl::StrCat(redis, "+cluster://", hosts);
   }
-  return absl::StrCat("redis+sentinel://", hosts, "/", service, "/", db);
+  return absl::StrCat(redis, "+sentinel://", hosts, "/", service, "/", db);
 }
 
 absl::StatusOr<RedisEndpoint> ParseRedisUrl(absl::string_view url) {
@@ -202,13 +204,19 @@ absl::StatusOr<RedisEndpoint> ParseRedisUrl(absl::string_view url) {
   }
   using Topology = RedisEndpoint::Topology;
   int default_port = 6379;
-  if (absl::ConsumePrefix(&rest, "redis+cluster://")) {
+  // "rediss" is "redis" over TLS, in every form but unix://.
+  if (absl::ConsumePrefix(&rest, "rediss")) {
+    ep.tls = true;
+  } else if (!absl::ConsumePrefix(&rest, "redis")) {
+    return Bad(url, "unknown scheme");
+  }
+  if (absl::ConsumePrefix(&rest, "+cluster://")) {
     ep.topology = Topology::kCluster;
-  } else if (absl::ConsumePrefix(&rest, "redis+sentinel://")) {
+  } else if (absl::ConsumePrefix(&rest, "+sentinel://")) {
     ep.topology = Topology::kSentinel;
     default_port = 26379;
-  } else if (!absl::ConsumePrefix(&rest, "redis://")) {
-    return Bad(url, "unknown scheme (rediss:// and TLS are not supported)");
+  } else if (!absl::ConsumePrefix(&rest, "://")) {
+    return Bad(url, "unknown scheme");
   }
   const size_t slash = rest.find('/');
   if (slash != absl::string_view::npos &&

@@ -38,8 +38,11 @@ struct RedisEndpoint {
   std::string user;
   std::string password;
   int db = 0;  // SELECT on every (re)connect when non-zero
+  // rediss: every connection (data nodes and sentinels) speaks TLS
+  // (RedisOptions::tls).
+  bool tls = false;
 
-  // "redis://127.0.0.1:6379/0", "unix:///path",
+  // "redis://127.0.0.1:6379/0", "rediss://...", "unix:///path",
   // "redis+cluster://127.0.0.1:7000,127.0.0.1:7001" or
   // "redis+sentinel://127.0.0.1:26379/mymaster/0", without credentials.
   std::string Describe() const;
@@ -53,7 +56,8 @@ struct RedisEndpoint {
 // (seed nodes; default port 6379; a cluster has database 0 only) and
 // "redis+sentinel://[[user]:password@]host[:port][,...]/name[/db]"
 // (sentinels, default port 26379; the credentials are the data nodes',
-// the sentinels' are RedisOptions::sentinel_password). InvalidArgument
+// the sentinels' are RedisOptions::sentinel_password); "rediss" in place
+// of "redis" in each of the TCP forms: TLS. InvalidArgument
 // saying what is wrong and showing the accepted forms.
 absl::StatusOr<RedisEndpoint> ParseRedisUrl(absl::string_view url);
 

@@ -11,6 +11,7 @@
 #include "absl/time/time.h"
 #include "redis/client_loop.h"
 #include "redis/client_time.h"
+#include "redis/tls.h"
 
 namespace tokenlease::internal {
 
@@ -33,14 +34,27 @@ RedisClient::RedisClient(const RedisOptions& options, RedisEndpoint endpoint)
 
 absl::StatusOr<std::unique_ptr<RedisClient>> RedisClient::Create(
     const RedisOptions& options, RedisEndpoint endpoint) {
+  std::shared_ptr<const TlsContext> tls;
+  if (endpoint.tls) {
+    absl::StatusOr<std::shared_ptr<const TlsContext>> made =
+        TlsContext::Create(options.tls);
+    if (!made.ok()) return made.status();
+    tls = *std::move(made);
+  }
   std::unique_ptr<RedisClient> client(
       new RedisClient(options, std::move(endpoint)));
+  client->tls_ = std::move(tls);
   client->loop_ = std::make_unique<Loop>(client.get());
   if (!client->loop_->ok()) {
     return absl::InternalError("libevent: cannot create the event loop");
   }
   client->thread_ = std::thread([c = client.get()] { c->loop_->Run(); });
   return client;
+}
+
+std::string RedisClient::LastConnectError() const {
+  std::lock_guard<std::mutex> lock(connect_error_mu_);
+  return connect_error_;
 }
 
 RedisClient::~RedisClient() {

@@ -21,8 +21,11 @@
 // most one read in flight and at most one per topology_refresh_interval);
 // MOVED updates the slot at once and resends, ASK resends once with
 // ASKING; each node has its own connection, backoff, health and scripts
-// (NOSCRIPT is answered per node). hiredis 0.14 has no timeouts, so every
-// command and every connect attempt has a libevent timer of ours. A command
+// (NOSCRIPT is answered per node). rediss endpoints speak TLS on every
+// connection (tls.h), the handshake within the connect attempt. Every
+// command and every connect attempt (TCP, TLS handshake, login) has a
+// libevent timer of ours: per-command deadlines that hiredis's one
+// context-wide timeout cannot give. A command
 // that times out fails, and the connection stays (its late reply is discarded).
 // A connection that broke, or where nothing answered for dead_after, is freed
 // from one of our own event callbacks (never inside a hiredis callback) and
@@ -42,6 +45,7 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -61,6 +65,8 @@ struct event_base;
 struct event;
 
 namespace tokenlease::internal {
+
+class TlsContext;
 
 using ReplyCallback = absl::AnyInvocable<void(absl::StatusOr<RedisReply>)>;
 
@@ -170,6 +176,11 @@ class RedisClient {
     return static_cast<RedisHealth>(
         slot_health_[slot % kClusterSlots].load(std::memory_order_relaxed));
   }
+  // Why a connection could not be made or was lost, the latest reason
+  // (what RedisOptions::log says after "no connection: "); "" once a
+  // connection is usable again. For the errors of calls made while Redis
+  // is down. Takes a mutex: not for the hot path.
+  std::string LastConnectError() const;
   // Cluster only: which primary serves `slot` now, as a small number equal
   // for slots of one node (-1 while unknown). Calls for slots of one node
   // may share one batch call (keys in ARGV).
@@ -207,6 +218,9 @@ class RedisClient {
   const RedisOptions options_;
   const RedisEndpoint endpoint_;
   const bool cluster_;
+  // rediss endpoints: the TLS settings every connection uses (tls.h);
+  // nullptr otherwise.
+  std::shared_ptr<const TlsContext> tls_;
   // Cluster only: the health of each slot's primary (kDown for a slot no
   // primary serves), written by the client thread.
   std::unique_ptr<std::atomic<uint8_t>[]> slot_health_;
@@ -223,6 +237,9 @@ class RedisClient {
   std::atomic<bool> connected_{false};
   // kDegraded until the first connect attempt ends (HealthMonitor).
   std::atomic<uint8_t> health_{static_cast<uint8_t>(RedisHealth::kDegraded)};
+  // LastConnectError: written by the client thread, read by callers.
+  mutable std::mutex connect_error_mu_;
+  std::string connect_error_;
 
   // relaxed, every counter (fetch_add from any thread, loads in stats()):
   // statistics, through which nothing is published.

@@ -5,6 +5,7 @@
 #include "core/options_checks.h"
 #include "redis/endpoint.h"
 #include "redis/redis_client.h"
+#include "redis/tls.h"
 #include "tokenlease/redis.h"
 
 namespace tokenlease {
@@ -26,6 +27,9 @@ absl::Status RedisOptions::Validate() const {
   if (!ep.ok()) {
     return absl::InvalidArgumentError(
         absl::StrCat("RedisOptions.url: ", ep.status().message()));
+  }
+  if (absl::Status s = internal::ValidateTlsOptions(tls, ep->tls); !s.ok()) {
+    return s;
   }
   using internal::CheckDuration;
   const absl::Duration ms = absl::Milliseconds(1);

@@ -87,36 +87,8 @@ absl::StatusOr<std::vector<int64_t>> IntegerArray(const RedisReply& reply,
   return out;
 }
 
-namespace {
-
-// hiredis's default reply functions (every reader starts with them), and a
-// copy whose createArray refuses oversized arrays. Set once, by the first
-// LimitReplyArrays call.
-const redisReplyObjectFunctions* hiredis_functions = nullptr;
-
-void* CreateCappedArray(const redisReadTask* task, int elements) {
-  if (elements > kMaxReplyElements) return nullptr;
-  return hiredis_functions->createArray(task, elements);
-}
-
-}  // namespace
-
-void LimitReplyArrays(void* reader_ptr) {
-  auto* reader = static_cast<redisReader*>(reader_ptr);
-  // Thread-safe once-initialization (a function-local static): any thread
-  // may connect first.
-  static redisReplyObjectFunctions* const capped = [] {
-    redisReader* fresh = redisReaderCreate();  // has the defaults
-    if (fresh == nullptr)
-      return static_cast<redisReplyObjectFunctions*>(nullptr);
-    hiredis_functions = fresh->fn;
-    auto* f = new redisReplyObjectFunctions(*fresh->fn);  // never freed
-    redisReaderFree(fresh);
-    f->createArray = &CreateCappedArray;
-    return f;
-  }();
-  if (capped == nullptr) return;  // out of memory at the first call
-  if (reader->fn == hiredis_functions) reader->fn = capped;
+void LimitReplyArrays(void* reader) {
+  static_cast<redisReader*>(reader)->maxelements = kMaxReplyElements;
 }
 
 }  // namespace tokenlease::internal

@@ -41,19 +41,17 @@ RedisReply CopyReply(const void* hiredis_reply);
 absl::StatusOr<std::vector<int64_t>> IntegerArray(const RedisReply& reply,
                                                   const char* what);
 
-// The most elements an array reply may announce. hiredis 0.14 allocates
-// what a multi-bulk header announces before reading a single element (no
-// maxelements, unlike hiredis >= 1.0): a corrupt or hostile "*1700000000"
-// would allocate 13.6 GB (found by tests/fuzz/reply_fuzzer.cc). Our
-// largest reply is a batch of 64 items of 6 integers.
+// The most elements an array reply may announce. hiredis allocates what a
+// multi-bulk header announces before reading a single element, and its
+// own cap is 2^32 - 1: a corrupt or hostile "*1700000000" would allocate
+// 13.6 GB (found by tests/fuzz/reply_fuzzer.cc). Our largest reply is a
+// batch of 64 items of 6 integers.
 inline constexpr int kMaxReplyElements = 1 << 20;
 
-// Makes `reader` (a redisReader*, as void* so this header needs no hiredis
-// include) refuse an array header above kMaxReplyElements (hiredis 0.14
-// itself refuses only counts above INT_MAX or below -1):
-// the reader fails with hiredis's "Out of memory" error, and a connection
-// then closes. Only for readers with hiredis's default reply functions
-// (any other reader is left as it is).
+// Sets `reader`'s (a redisReader*, as void* so this header needs no
+// hiredis include) cap on array headers to kMaxReplyElements (hiredis
+// 1.x's maxelements): a larger one fails the reader with "Multi-bulk
+// length out of range", and a connection then closes.
 void LimitReplyArrays(void* reader);
 
 }  // namespace tokenlease::internal

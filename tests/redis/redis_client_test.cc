@@ -115,7 +115,7 @@ TEST(EndpointTest, ErrorsNeverShowTheCredentials) {
   for (const char* bad :
        {"redis://alice:s3cretPW@127.0.0.1:99999/0",
         "redis://alice:s3cretPW@127.0.0.1:6379/x", "redis://s3cretPW@[::1:6379",
-        "redis://:s3cretPW@h:0", "rediss://alice:s3cretPW@h:6379",
+        "redis://:s3cretPW@h:0", "redisx://alice:s3cretPW@h:6379",
         "unix://alice:s3cretPW@rel/path", "unix://:s3cretPW@/tmp/r.sock?x=1",
         "redis://alice:s3cretPW%zz@h", "alice:s3cretPW@h:6379",
         "redis://alice:s3cret/PW@h:6379", "REDIS://alice:s3cret/PW@h",
@@ -464,7 +464,7 @@ TEST_F(RedisClientFaultTest, AServerFrozenPastDeadAfterIsReset) {
   }
 }
 
-// hiredis 0.14 allocates what an array header announces: the client's
+// hiredis allocates what an array header announces: the client's
 // readers refuse more than kMaxReplyElements (found by the fuzzer: a
 // header of 1.7e9 elements asked for 13.6 GB), and still read real
 // replies.

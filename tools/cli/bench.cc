@@ -22,6 +22,8 @@
 #include "cli/common.h"
 #include "cli/flag_table.h"
 #include "cli/read_only_redis.h"
+#include "cli/spec_flags.h"
+#include "support/redis_info.h"
 #include "support/redis_server.h"
 
 namespace tokenlease::cli {
@@ -42,7 +44,8 @@ Each case is warmed up, then measured --reps times, the repetitions of all
 cases interleaved; the table shows the median and the ratios of this run.
 Ratios compare across machines; absolute times do not. A private
 redis-server is started on a free 127.0.0.1 port unless --url is given
-(keys under tokenlease-bench:<time>: expire by themselves).)";
+(keys under tokenlease-bench:<time>: expire by themselves; a rediss:// URL
+takes the --tls_* flags).)";
 
 // Set by SIGINT: the run stops between measurements, stops its
 // redis-server and exits 130.
@@ -88,21 +91,19 @@ std::string Machine() {
 }
 
 // "redis-server 7.0.15 at redis://127.0.0.1:6379/0", from INFO (read-only).
-std::string DescribeRedis(const std::string& url, bool private_server) {
+std::string DescribeRedis(const std::string& url, const RedisTlsOptions& tls,
+                          bool private_server) {
   absl::StatusOr<std::unique_ptr<ReadOnlyRedis>> r =
-      ReadOnlyRedis::Connect(url, absl::Seconds(2));
-  if (!r.ok()) return absl::StrCat(Redacted(url), " (not answering)");
-  std::string version = "?";
-  if (absl::StatusOr<internal::RedisReply> info = (*r)->Run({"INFO", "server"});
-      info.ok()) {
-    const size_t at = info->str.find("redis_version:");
-    if (at != std::string::npos) {
-      const size_t from = at + sizeof("redis_version:") - 1;
-      version = info->str.substr(from, info->str.find('\r', from) - from);
-    }
+      ReadOnlyRedis::Connect(url, absl::Seconds(2), tls);
+  if (!r.ok()) {
+    return absl::StrCat(Redacted(url),
+                        " (not answering: ", InFlagTerms(r.status().message()),
+                        ")");
   }
-  return absl::StrCat(private_server ? "a private " : "", "redis-server ",
-                      version, " at ", (*r)->endpoint());
+  absl::StatusOr<internal::RedisReply> info = (*r)->Run({"INFO", "server"});
+  return absl::StrCat(private_server ? "a private " : "",
+                      support::ServerVersion(info.ok() ? info->str : ""),
+                      " at ", (*r)->endpoint());
 }
 
 std::string Micros(double us) {
@@ -152,10 +153,12 @@ double Quantile(std::vector<double> v, double q) {
   return v[i];
 }
 
-absl::StatusOr<BenchReport> RunBenchmarks(const BenchOptions& options,
+absl::StatusOr<BenchReport> RunBenchmarks(const BenchOptions& given,
                                           std::ostream& progress) {
   const auto start = std::chrono::steady_clock::now();
   auto cancelled = [] { return g_interrupted.load(); };
+  BenchOptions options = given;
+  if (options.url.empty()) options.tls = {};  // the private server's is plain
   BenchReport report;
   report.options = options;
   report.machine = Machine();
@@ -177,8 +180,9 @@ absl::StatusOr<BenchReport> RunBenchmarks(const BenchOptions& options,
       no_redis = std::string(s.status().message());
     }
   }
-  report.redis = url.empty() ? absl::StrCat("none: ", no_redis)
-                             : DescribeRedis(url, server != nullptr);
+  report.redis = url.empty()
+                     ? absl::StrCat("none: ", no_redis)
+                     : DescribeRedis(url, options.tls, server != nullptr);
   report.hot = MeasureHotPath(options, url, progress, cancelled);
   report.direct = MeasureDirect(options, url, progress, cancelled);
   if (report.direct.note == "no Redis") {
@@ -272,8 +276,11 @@ int RunBench(absl::Span<const std::string> args, std::ostream& out,
             "asynchronous direct-mode calls kept in flight, 1 to 4096");
   table.Add("url", &o.url,
             "Redis for the leased and direct cases (its keys expire by "
-            "themselves); empty: a private redis-server on a free 127.0.0.1 "
+            "themselves), redis://... or rediss://... (TLS: the --tls_* "
+            "flags); empty: a private redis-server on a free 127.0.0.1 "
             "port");
+  TlsFlags tls;
+  AddTlsFlags(&tls, &table);
   absl::StatusOr<std::vector<std::string>> positional = table.Parse(args);
   if (table.help_requested()) {
     out << table.Usage();
@@ -304,7 +311,16 @@ int RunBench(absl::Span<const std::string> args, std::ostream& out,
     problem =
         absl::StrCat("--callers is ", o.callers, "; it must be 1 to 4096");
   }
+  if (problem.empty()) {
+    absl::StatusOr<RedisTlsOptions> t = TlsFromFlags(tls, o.url);
+    if (t.ok()) {
+      o.tls = *std::move(t);
+    } else {
+      problem = std::string(t.status().message());
+    }
+  }
   if (!problem.empty()) return UsageError(err, "bench", problem);
+  WarnIfInsecure(err, "bench", !o.tls.verify_peer);
   std::signal(SIGINT, OnInterrupt);
   absl::StatusOr<BenchReport> report = RunBenchmarks(o, err);
   if (!report.ok()) {

@@ -15,6 +15,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "absl/types/span.h"
+#include "tokenlease/redis.h"
 
 namespace tokenlease::cli {
 
@@ -28,6 +29,8 @@ struct BenchOptions {
   // Redis for the leased and direct cases; empty: a private redis-server
   // on a free 127.0.0.1 port, stopped at the end.
   std::string url;
+  // TLS for a rediss `url` (RedisOptions::tls); ignored without `url`.
+  RedisTlsOptions tls;
 };
 
 // The short run of --quick (tests, a first look): 3 repetitions of 20 ms

@@ -116,6 +116,7 @@ DirectResult MeasureDirect(const BenchOptions& options, const std::string& url,
   }
   DirectLimiterOptions o;
   o.redis.url = url;
+  o.redis.tls = options.tls;
   o.key_prefix =
       absl::StrCat("tokenlease-bench:", absl::GetCurrentTimeNanos(), ":");
   // Every call admitted: the cost measured is the round trip and the

@@ -99,11 +99,12 @@ struct Fixtures {
 // anything is timed (bench/lease_bench.cc's options), far more than a run
 // takes, that does not expire within the run. "" or the reason it could
 // not be made.
-std::string MakeLeased(const std::string& url, Fixtures* f,
-                       absl::FunctionRef<bool()> cancelled) {
+std::string MakeLeased(const std::string& url, const RedisTlsOptions& tls,
+                       Fixtures* f, absl::FunctionRef<bool()> cancelled) {
   if (url.empty()) return "no Redis";
   LeasedLimiterOptions options;
   options.redis.url = url;
+  options.redis.tls = tls;
   options.key_prefix =
       absl::StrCat("tokenlease-bench:", absl::GetCurrentTimeNanos(), ":");
   options.lease.lease_ttl = absl::Hours(1);
@@ -149,7 +150,7 @@ std::vector<HotResult> MeasureHotPath(const BenchOptions& options,
   f.local_handle = *f.local->Resolve(kKey);
   f.mutex = std::make_unique<tokenlease_bench::MutexTokenBucketLimiter>(
       kHuge, absl::Seconds(1), kHuge);
-  const std::string leased_note = MakeLeased(url, &f, cancelled);
+  const std::string leased_note = MakeLeased(url, options.tls, &f, cancelled);
 
   const std::vector<std::string> names = HotCaseNames();
   std::vector<HotCase> cases(names.size());

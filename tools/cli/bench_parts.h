@@ -20,7 +20,8 @@ double Median(std::vector<double> v);
 double Quantile(std::vector<double> v, double q);
 
 // The hot-path cases of HotCaseNames(). `url`: the Redis the leased case
-// takes its lease from ("" : that case is skipped with a note).
+// takes its lease from ("" : that case is skipped with a note), with
+// options.tls.
 // `cancelled` is checked between measurements.
 std::vector<HotResult> MeasureHotPath(const BenchOptions& options,
                                       const std::string& url,
@@ -28,7 +29,7 @@ std::vector<HotResult> MeasureHotPath(const BenchOptions& options,
                                       absl::FunctionRef<bool()> cancelled);
 
 // Single-call latency and pipelined throughput of a DirectLimiter on
-// `url`.
+// `url`, with options.tls.
 DirectResult MeasureDirect(const BenchOptions& options, const std::string& url,
                            std::ostream& progress,
                            absl::FunctionRef<bool()> cancelled);

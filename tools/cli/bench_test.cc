@@ -1,16 +1,21 @@
 // `tokenlease bench --quick`: the whole command, with the private
 // redis-server it starts itself; the table must be complete and every
-// number positive (not fast: sanitizer builds run this too).
+// number positive (not fast: sanitizer builds run this too). And with
+// --url on a TLS port (rediss://).
 #include "cli/bench.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <memory>
 #include <sstream>
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "cli/bench_parts.h"
+#include "support/redis_server.h"
+#include "support/tls_certs.h"
 
 namespace tokenlease::cli {
 namespace {
@@ -42,7 +47,8 @@ TEST(BenchTest, QuickRunGivesACompleteTableOfPositiveNumbers) {
   EXPECT_GE(d.pipelined_p99_us, d.pipelined_p50_us);
   EXPECT_GT(d.pipelined_per_s, 0);
   EXPECT_EQ(d.callers, 32);
-  EXPECT_THAT(r->redis, HasSubstr("a private redis-server"));
+  EXPECT_THAT(r->redis,
+              ::testing::ContainsRegex("a private (redis|valkey)-server "));
 
   const std::string table = RenderBench(*r);
   for (const std::string& name : names) EXPECT_THAT(table, HasSubstr(name));
@@ -62,6 +68,30 @@ TEST(BenchTest, UsageErrorsExitTwo) {
   EXPECT_EQ(RunBench({"--help"}, out, err), 0);
   EXPECT_THAT(out.str(), HasSubstr("--callers=32"));
   EXPECT_THAT(out.str(), HasSubstr("--quick=false"));
+  EXPECT_THAT(out.str(), HasSubstr("--tls_ca_file=\"\""));
+  err.str("");
+  EXPECT_EQ(RunBench({"--tls_ca_file=/ca.pem"}, out, err), 2);
+  EXPECT_THAT(err.str(), HasSubstr("--tls_ca_file given without --url"));
+}
+
+TEST(BenchTest, ATlsUrl) {
+  absl::StatusOr<std::unique_ptr<support::TempTlsFiles>> certs =
+      support::TempTlsFiles::Make();
+  ASSERT_TRUE(certs.ok()) << certs.status();
+  auto server = support::StartRedisServer(
+      {.tls = support::TlsServerOptionsFor((*certs)->files())});
+  ASSERT_TRUE(server.ok()) << server.status();
+  BenchOptions o = QuickBenchOptions();
+  o.reps = 1;
+  o.url = (*server)->tls_url();
+  o.tls.ca_file = (*certs)->files().ca_file;
+  std::ostringstream progress;
+  absl::StatusOr<BenchReport> r = RunBenchmarks(o, progress);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_THAT(r->redis, HasSubstr("redis-server "));
+  EXPECT_THAT(r->redis, HasSubstr(absl::StrCat(" at ", (*server)->tls_url())));
+  EXPECT_TRUE(r->direct.ran) << r->direct.note;
+  EXPECT_EQ(r->hot[1].note, "");  // the leased case took its lease
 }
 
 TEST(BenchStatsTest, MedianAndQuantile) {

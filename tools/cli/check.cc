@@ -13,6 +13,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
 #include "cli/common.h"
@@ -20,6 +21,7 @@
 #include "cli/spec_flags.h"
 #include "cli/throttle.h"
 #include "tokenlease/direct.h"
+#include "tokenlease/redis.h"
 
 namespace tokenlease::cli {
 namespace {
@@ -71,6 +73,7 @@ struct CheckRequest {
   CheckFormat format = CheckFormat::kHuman;
   std::string prefix;
   std::string url;
+  RedisTlsOptions tls;
   absl::Duration timeout;
 };
 
@@ -130,6 +133,9 @@ absl::StatusOr<CheckRequest> MakeRequest(
   if (absl::Status s = CheckTimeout(f.redis.timeout); !s.ok()) return s;
   r.prefix = f.redis.prefix;
   r.url = ResolveRedisUrl(f.redis.url);
+  absl::StatusOr<RedisTlsOptions> tls = TlsFromFlags(f.redis.tls, r.url);
+  if (!tls.ok()) return tls.status();
+  r.tls = *std::move(tls);
   r.timeout = f.redis.timeout;
   return r;
 }
@@ -145,18 +151,38 @@ class LogLines {
     };
   }
   // Why Redis gave no decision, as the limiter logged it ("CODE: message"),
-  // or a generic reason if it logged nothing.
+  // or a generic reason if it logged nothing; with the connection's last
+  // error if that reason does not hold it (a connection that is already
+  // down decides at once, saying only that it is down).
   std::string NoDecisionReason() const {
     static constexpr std::string_view kPrefix = "Redis gave no decision: ";
+    static constexpr std::string_view kNoConnection = ": no connection: ";
+    static constexpr std::string_view kRetrying = " (retrying with backoff)";
     std::lock_guard<std::mutex> lock(mu_);
+    std::string reason = "Redis did not answer by the deadline";
     for (const std::string& l : lines_) {
       std::string_view line = l;
       if (!line.starts_with(kPrefix)) continue;
       line.remove_prefix(kPrefix.size());
       // The rest is "<status> (<mode> decides meanwhile...)".
-      return std::string(line.substr(0, line.rfind(" (fail_closed decides")));
+      reason = std::string(line.substr(0, line.rfind(" (fail_closed decides")));
+      break;
     }
-    return "Redis did not answer by the deadline";
+    // "redis <where>: no connection: <error> (retrying with backoff)".
+    for (auto it = lines_.rbegin(); it != lines_.rend(); ++it) {
+      std::string_view line = *it;
+      const size_t at = line.find(kNoConnection);
+      if (at == std::string_view::npos) continue;
+      line.remove_prefix(at + kNoConnection.size());
+      if (line.ends_with(kRetrying)) line.remove_suffix(kRetrying.size());
+      if (reason.find(line) == std::string::npos) {
+        // Debian's absl::string_view is not std::string_view.
+        absl::StrAppend(&reason, " (last error: ",
+                        absl::string_view(line.data(), line.size()), ")");
+      }
+      break;
+    }
+    return reason;
   }
 
  private:
@@ -172,9 +198,11 @@ std::string Hint(bool key_error, const CheckRequest& r) {
     return absl::StrCat("; `tokenlease inspect --prefix=", r.prefix,
                         " --key=", r.outcome.key, "` shows what the key holds");
   }
-  return absl::StrCat("; is Redis running at ", Redacted(r.url),
-                      "? (--url or $TOKENLEASE_REDIS_URL; --timeout=",
-                      absl::FormatDuration(r.timeout), ")");
+  return absl::StrCat(
+      "; is Redis running at ", Redacted(r.url),
+      "? (--url or $TOKENLEASE_REDIS_URL; ",
+      absl::StartsWith(r.url, "rediss") ? "the --tls_* flags; " : "",
+      "--timeout=", absl::FormatDuration(r.timeout), ")");
 }
 
 }  // namespace
@@ -225,9 +253,11 @@ int RunCheck(absl::Span<const std::string> args, std::ostream& out,
                       : absl::StatusOr<CheckRequest>(positional.status());
   if (!r.ok()) return UsageError(err, "check", r.status().message());
 
+  WarnIfInsecure(err, "check", !r->tls.verify_peer);
   LogLines log;  // outlives the limiter, whose connection logs into it
   DirectLimiterOptions options;
   options.redis.url = r->url;
+  options.redis.tls = r->tls;
   options.redis.log = log.Sink();
   // One decision: the connection may take the whole --timeout to come up,
   // and nothing is left to finish when the program ends.
@@ -239,7 +269,8 @@ int RunCheck(absl::Span<const std::string> args, std::ostream& out,
   absl::StatusOr<std::unique_ptr<DirectLimiter>> limiter =
       DirectLimiter::Create(r->outcome.spec, options);
   if (!limiter.ok()) {
-    return UsageError(err, "check", limiter.status().message());
+    // A CA, certificate or key file that cannot be used, named.
+    return UsageError(err, "check", InFlagTerms(limiter.status().message()));
   }
   const Decision d =
       (*limiter)->TryAcquire(r->outcome.key, r->outcome.cost, r->timeout);
@@ -251,7 +282,7 @@ int RunCheck(absl::Span<const std::string> args, std::ostream& out,
     // The failure mode's decision (fail_closed, the default): Redis gave
     // none. Not a denial: the limit's state is unknown.
     err << "tokenlease check: no decision from " << Redacted(r->url) << ": "
-        << log.NoDecisionReason()
+        << InFlagTerms(log.NoDecisionReason())
         << Hint((*limiter)->stats().key_errors > 0, *r) << "\n";
     return kExitUsage;
   }

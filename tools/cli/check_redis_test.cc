@@ -1,10 +1,13 @@
 // `tokenlease check` against the test binary's redis-server: exactly the
 // limit admitted, then denied, for every algorithm; CL.THROTTLE's form and
-// reply; errors.
+// reply; errors. And over TLS (rediss://), against a server of its own
+// with test certificates (support/tls_certs.h): verified by a CA, mutual
+// TLS, and a wrong CA named within the timeout.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <memory>
 #include <ostream>
 #include <sstream>
 #include <string>
@@ -15,6 +18,7 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "cli/check.h"
+#include "support/tls_certs.h"
 #include "testing/redis_test.h"
 
 namespace tokenlease::cli {
@@ -196,6 +200,108 @@ TEST_F(CheckRedisTest, ARefusedPasswordIsNeverPrinted) {
   EXPECT_EQ(code, 2);
   EXPECT_THAT(err.str(), HasSubstr("redis://***@127.0.0.1"));
   EXPECT_THAT(err.str(), Not(HasSubstr("hunter2")));
+}
+
+// A server with a TLS port of its own; certificates shared by the suite.
+class CheckTlsTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    absl::StatusOr<std::unique_ptr<support::TempTlsFiles>> certs =
+        support::TempTlsFiles::Make();
+    ASSERT_TRUE(certs.ok()) << certs.status();
+    certs_ = certs->release();
+  }
+  static void TearDownTestSuite() {
+    delete certs_;
+    certs_ = nullptr;
+  }
+  void SetUp() override { ASSERT_NE(certs_, nullptr); }
+  void StartServer(bool require_client_cert) {
+    auto server = testing::StartRedisServer(
+        {.tls = support::TlsServerOptionsFor(files(), require_client_cert)});
+    ASSERT_TRUE(server.ok()) << server.status();
+    server_ = *std::move(server);
+  }
+  static const support::TlsFiles& files() { return certs_->files(); }
+  // `tokenlease check <args> --url=<the TLS port> --limit=1 --period=1h
+  // --key=<key>`.
+  Outcome Check(std::vector<std::string> args, const std::string& key = "k") {
+    args.push_back(absl::StrCat("--url=", server_->tls_url()));
+    args.push_back("--limit=1");
+    args.push_back("--period=1h");
+    args.push_back(absl::StrCat("--key=", key));
+    std::ostringstream out, err;
+    const int code = RunCheck(args, out, err);
+    return {code, out.str(), err.str()};
+  }
+
+  static support::TempTlsFiles* certs_;
+  std::unique_ptr<testing::RedisServer> server_;
+};
+
+support::TempTlsFiles* CheckTlsTest::certs_ = nullptr;
+
+TEST_F(CheckTlsTest, DecidesOverTlsVerifiedByTheCa) {
+  ASSERT_NO_FATAL_FAILURE(StartServer(/*require_client_cert=*/false));
+  const std::string ca = absl::StrCat("--tls_ca_file=", files().ca_file);
+  Outcome r = Check({ca});
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_THAT(r.out, StartsWith("allowed: remaining 0"));
+  EXPECT_EQ(r.err, "");
+  // The limit's state is the server's: the second call is denied.
+  r = Check({ca});
+  EXPECT_EQ(r.code, 1) << r.err;
+  EXPECT_THAT(r.out, StartsWith("denied: "));
+  // The certificate names localhost too; --tls_server_name checks it.
+  r = Check({ca, "--tls_server_name=localhost"}, "other");
+  EXPECT_EQ(r.code, 0) << r.err;
+}
+
+TEST_F(CheckTlsTest, MutualTls) {
+  ASSERT_NO_FATAL_FAILURE(StartServer(/*require_client_cert=*/true));
+  const std::string ca = absl::StrCat("--tls_ca_file=", files().ca_file);
+  Outcome r = Check({ca, absl::StrCat("--tls_cert_file=", files().client_cert),
+                     absl::StrCat("--tls_key_file=", files().client_key)});
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_THAT(r.out, StartsWith("allowed: "));
+  // Without a certificate: no decision, and the message says what to set.
+  r = Check({ca, "--timeout=1s"});
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_EQ(r.out, "");
+  EXPECT_THAT(r.err, HasSubstr("client certificate"));
+  EXPECT_THAT(r.err, HasSubstr("--tls_cert_file"));
+  EXPECT_THAT(r.err, Not(HasSubstr("RedisOptions")));
+}
+
+TEST_F(CheckTlsTest, AWrongCaIsNamedWithinTheTimeout) {
+  ASSERT_NO_FATAL_FAILURE(StartServer(/*require_client_cert=*/false));
+  const absl::Time start = absl::Now();
+  const Outcome r = Check(
+      {absl::StrCat("--tls_ca_file=", files().other_ca_file), "--timeout=1s"});
+  EXPECT_LT(absl::Now() - start, absl::Seconds(4));
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_EQ(r.out, "");
+  EXPECT_THAT(r.err,
+              HasSubstr(absl::StrCat("no decision from ", server_->tls_url())));
+  EXPECT_THAT(r.err, HasSubstr("the server's certificate is not trusted"));
+  EXPECT_THAT(r.err, HasSubstr("--tls_ca_file names the CAs to trust"));
+  // --tls_insecure accepts it, and warns.
+  const Outcome insecure =
+      Check({absl::StrCat("--tls_ca_file=", files().other_ca_file),
+             "--tls_insecure"});
+  EXPECT_EQ(insecure.code, 0) << insecure.err;
+  EXPECT_THAT(insecure.err, HasSubstr("warning: --tls_insecure"));
+}
+
+TEST_F(CheckTlsTest, APlaintextUrlOfATlsPortSaysToUseRediss) {
+  ASSERT_NO_FATAL_FAILURE(StartServer(/*require_client_cert=*/false));
+  std::ostringstream out, err;
+  const int code =
+      RunCheck({"--key=k", "--limit=1", "--timeout=1s",
+                absl::StrCat("--url=redis://127.0.0.1:", server_->tls_port())},
+               out, err);
+  EXPECT_EQ(code, 2);
+  EXPECT_THAT(err.str(), HasSubstr("rediss://"));
 }
 
 }  // namespace

@@ -73,7 +73,25 @@ INSTANTIATE_TEST_SUITE_P(
                   {"--format=throttle", "k", "15", "0", "60"},
                   "argument 3 (count per period)"},
         UsageCase{"BadUrl", ValidBut("--url=http://x"), "redis URL"},
-        UsageCase{"BadPrefix", ValidBut("--prefix={p"), "key_prefix"}),
+        UsageCase{"BadPrefix", ValidBut("--prefix={p"), "key_prefix"},
+        UsageCase{"TlsFlagsWithAPlainUrl",
+                  {"--key=k", "--limit=5", "--url=redis://:pw@127.0.0.1:1",
+                   "--tls_ca_file=/ca.pem", "--tls_insecure"},
+                  "--tls_ca_file, --tls_insecure given, but "
+                  "redis://***@127.0.0.1:1 is not a TLS URL: use rediss://"},
+        UsageCase{"ACertificateWithoutItsKey",
+                  {"--key=k", "--limit=5", "--url=rediss://127.0.0.1:1",
+                   "--tls_cert_file=/client.pem"},
+                  "--tls_cert_file and --tls_key_file go together"},
+        UsageCase{"ABadServerName",
+                  {"--key=k", "--limit=5", "--url=rediss://127.0.0.1:1",
+                   "--tls_server_name=a/b"},
+                  "--tls_server_name=a/b is not a host name"},
+        // Files are read before anything is connected, and named by flag.
+        UsageCase{"AnUnreadableCaFile",
+                  {"--key=k", "--limit=5", "--url=rediss://127.0.0.1:1",
+                   "--tls_ca_file=/nonexistent/ca.pem"},
+                  "--tls_ca_file \"/nonexistent/ca.pem\" cannot be read"}),
     [](const ::testing::TestParamInfo<UsageCase>& i) { return i.param.name; });
 
 TEST(CheckUsageTest, ABadUrlNeverShowsItsPassword) {
@@ -88,12 +106,29 @@ TEST(CheckUsageTest, ABadUrlNeverShowsItsPassword) {
 TEST(CheckUsageTest, HelpListsEveryFlagWithItsDefault) {
   std::ostringstream out, err;
   EXPECT_EQ(RunCheck({"--help"}, out, err), 0);
-  for (const char* flag :
-       {"--algorithm=token_bucket", "--limit=\"\"", "--period=1s", "--burst=0",
-        "--refill=smooth", "--anchor=aligned", "--window_offset=0",
-        "--log_granularity=0", "--max_log_entries=0", "--key=\"\"", "--cost=1",
-        "--prefix=tokenlease:", "--url=\"\"", "--timeout=2s", "--format=human",
-        "CL.THROTTLE", "Exit status: 0 allowed, 1 denied"}) {
+  for (const char* flag : {"--algorithm=token_bucket",
+                           "--limit=\"\"",
+                           "--period=1s",
+                           "--burst=0",
+                           "--refill=smooth",
+                           "--anchor=aligned",
+                           "--window_offset=0",
+                           "--log_granularity=0",
+                           "--max_log_entries=0",
+                           "--key=\"\"",
+                           "--cost=1",
+                           "--prefix=tokenlease:",
+                           "--url=\"\"",
+                           "--tls_ca_file=\"\"",
+                           "--tls_ca_dir=\"\"",
+                           "--tls_cert_file=\"\"",
+                           "--tls_key_file=\"\"",
+                           "--tls_server_name=\"\"",
+                           "--tls_insecure=false",
+                           "--timeout=2s",
+                           "--format=human",
+                           "CL.THROTTLE",
+                           "Exit status: 0 allowed, 1 denied"}) {
     EXPECT_THAT(out.str(), HasSubstr(flag));
   }
 }
@@ -137,6 +172,23 @@ TEST(CommonTest, UrlFromTheFlagThenTheEnvironmentThenTheDefault) {
   EXPECT_EQ(Redacted(ResolveRedisUrl("")), "redis://***@env-host:1");
   ASSERT_EQ(unsetenv("TOKENLEASE_REDIS_URL"), 0);
   EXPECT_EQ(ResolveRedisUrl(""), "redis://127.0.0.1:6379");
+}
+
+TEST(CommonTest, InFlagTermsNamesTheTlsFlags) {
+  EXPECT_EQ(InFlagTerms("TLS: the server's certificate is not trusted: x "
+                        "(RedisOptions::tls.ca_file names the CAs to trust)"),
+            "TLS: the server's certificate is not trusted: x (--tls_ca_file "
+            "names the CAs to trust)");
+  EXPECT_EQ(InFlagTerms("set RedisOptions::tls.cert_file and key_file to one "
+                        "its CA signed"),
+            "set --tls_cert_file and --tls_key_file to one its CA signed");
+  EXPECT_EQ(InFlagTerms("RedisOptions.tls.key_file \"/k.pem\": does not "
+                        "match cert_file"),
+            "--tls_key_file \"/k.pem\": does not match cert_file");
+  EXPECT_EQ(InFlagTerms("(set RedisOptions::tls.server_name to a name it "
+                        "holds)"),
+            "(set --tls_server_name to a name it holds)");
+  EXPECT_EQ(InFlagTerms("no TLS here"), "no TLS here");
 }
 
 TEST(CommonTest, JsonStringEscapes) {

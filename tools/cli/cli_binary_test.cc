@@ -4,9 +4,13 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <memory>
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
+#include "support/tls_certs.h"
 #include "testing/redis_test.h"
 #include "testing/shell.h"
 
@@ -47,6 +51,11 @@ TEST(ProgramTest, EachCommandHasHelp) {
     EXPECT_EQ(r.code, 0) << c;
     EXPECT_THAT(r.out, HasSubstr(absl::StrCat("Usage: tokenlease ", c)));
     EXPECT_THAT(r.out, HasSubstr("--url=\"\""));
+    for (const char* tls : {"--tls_ca_file=\"\"", "--tls_ca_dir=\"\"",
+                            "--tls_cert_file=\"\"", "--tls_key_file=\"\"",
+                            "--tls_server_name=\"\"", "--tls_insecure=false"}) {
+      EXPECT_THAT(r.out, HasSubstr(tls)) << c;
+    }
   }
 }
 
@@ -79,6 +88,38 @@ TEST_F(ProgramRedisTest, InspectAfterCheck) {
       Program(absl::StrCat("inspect ", where, " --limit=5 --period=1h k"));
   EXPECT_EQ(r.code, 0) << r.out;
   EXPECT_THAT(r.out, HasSubstr("available now: 4 of 5"));
+}
+
+TEST(ProgramTlsTest, CheckAndInspectOverTls) {
+  absl::StatusOr<std::unique_ptr<support::TempTlsFiles>> certs =
+      support::TempTlsFiles::Make();
+  ASSERT_TRUE(certs.ok()) << certs.status();
+  const support::TlsFiles& files = (*certs)->files();
+  auto server = testing::StartRedisServer(
+      {.tls = support::TlsServerOptionsFor(files,
+                                           /*require_client_cert=*/true)});
+  ASSERT_TRUE(server.ok()) << server.status();
+  const std::string where = absl::StrCat(
+      "--url=", (*server)->tls_url(), " '--tls_ca_file=", files.ca_file,
+      "' '--tls_cert_file=", files.client_cert,
+      "' '--tls_key_file=", files.client_key, "' --prefix=tls:");
+  Result r =
+      Program(absl::StrCat("check ", where, " --key=k --limit=5 --period=1h"));
+  EXPECT_EQ(r.code, 0) << r.out;
+  r = Program(absl::StrCat("inspect ", where, " --limit=5 --period=1h k"));
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_THAT(r.out, HasSubstr("available now: 4 of 5"));
+  // The wrong CA: exit 2, the cause named, within the timeout.
+  for (const char* command : {"check --key=k --limit=5", "inspect k"}) {
+    const absl::Time start = absl::Now();
+    r = Program(absl::StrCat(command,
+                             " --timeout=1s --url=", (*server)->tls_url(),
+                             " '--tls_ca_file=", files.other_ca_file, "'"));
+    EXPECT_LT(absl::Now() - start, absl::Seconds(10)) << command;
+    EXPECT_EQ(r.code, 2) << command << ": " << r.out;
+    EXPECT_THAT(r.out, HasSubstr("the server's certificate is not trusted"))
+        << command;
+  }
 }
 
 }  // namespace

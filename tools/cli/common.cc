@@ -6,6 +6,7 @@
 #include <string>
 
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_replace.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "demo/flags.h"  // kRedisUrlEnv: one variable for every command
@@ -31,6 +32,30 @@ std::string ResolveRedisUrl(absl::string_view flag) {
 
 std::string Redacted(absl::string_view url) {
   return internal::RedactRedisUrl(url);
+}
+
+std::string InFlagTerms(absl::string_view message) {
+  return absl::StrReplaceAll(
+      message,
+      {// StrReplaceAll takes the earliest match, and the longest there.
+       {"RedisOptions::tls.cert_file and key_file",
+        "--tls_cert_file and --tls_key_file"},
+       {"RedisOptions.tls: cert_file and key_file",
+        "--tls_cert_file and --tls_key_file"},
+       {"set ca_file or ca_dir", "set --tls_ca_file or --tls_ca_dir"},
+       {"RedisOptions::tls.", "--tls_"},
+       {"RedisOptions.tls.", "--tls_"},
+       {"RedisOptions.tls:", "TLS:"},
+       {"RedisOptions.tls is set but RedisOptions.url",
+        "--tls_* flags are given but the URL"}});
+}
+
+void WarnIfInsecure(std::ostream& err, absl::string_view command,
+                    bool insecure) {
+  if (!insecure) return;
+  err << "tokenlease " << command
+      << ": warning: --tls_insecure: the server's certificate is not "
+         "verified; anyone on the path can pose as the server\n";
 }
 
 std::string JsonString(absl::string_view s) {

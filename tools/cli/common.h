@@ -36,6 +36,17 @@ std::string ResolveRedisUrl(absl::string_view flag);
 // `url` without its credentials, for messages ("redis://***@host:1/0").
 std::string Redacted(absl::string_view url);
 
+// `message` (an error of the library or of the synchronous client) with
+// the RedisOptions::tls fields it names ("RedisOptions::tls.ca_file names
+// the CAs to trust") replaced by the flags that set them
+// ("--tls_ca_file"), for people who gave flags, not options.
+std::string InFlagTerms(absl::string_view message);
+
+// The warning a command prints on `err` when `insecure` (--tls_insecure)
+// is set; nothing otherwise.
+void WarnIfInsecure(std::ostream& err, absl::string_view command,
+                    bool insecure);
+
 // `s` as a JSON string literal, quotes included.
 std::string JsonString(absl::string_view s);
 

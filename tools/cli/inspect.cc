@@ -11,6 +11,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
@@ -362,11 +363,18 @@ int RunInspect(absl::Span<const std::string> args, std::ostream& out,
     return usage_error(s.message());
   }
   const std::string url = ResolveRedisUrl(flags.redis.url);
+  absl::StatusOr<RedisTlsOptions> tls = TlsFromFlags(flags.redis.tls, url);
+  if (!tls.ok()) return usage_error(tls.status().message());
+  WarnIfInsecure(err, "inspect", !tls->verify_peer);
   absl::StatusOr<std::unique_ptr<ReadOnlyRedis>> redis =
-      ReadOnlyRedis::Connect(url, flags.redis.timeout);
+      ReadOnlyRedis::Connect(url, flags.redis.timeout, *tls);
   if (!redis.ok()) {
-    err << "tokenlease inspect: " << redis.status().message()
-        << "\n(--url or $TOKENLEASE_REDIS_URL say where Redis is)\n";
+    err << "tokenlease inspect: " << InFlagTerms(redis.status().message())
+        << "\n(--url or $TOKENLEASE_REDIS_URL say where Redis is"
+        << (absl::StartsWith(url, "rediss") ? ", the --tls_* flags how to "
+                                              "verify it"
+                                            : "")
+        << ")\n";
     return kExitUsage;
   }
   absl::StatusOr<InspectReport> report = Inspect(**redis, request);

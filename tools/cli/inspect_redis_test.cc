@@ -2,7 +2,8 @@
 // decisions made with DirectLimiter: the decoded numbers of every
 // algorithm and of a composite limit, with and without the limit flags;
 // corrupt values, wrong types and another spec's state; lease records;
-// and that it only reads.
+// that it only reads; and over TLS (rediss://) against a server of its own
+// with test certificates (support/tls_certs.h).
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -21,6 +22,7 @@
 #include "absl/time/time.h"
 #include "cli/inspect.h"
 #include "cli/read_only_redis.h"
+#include "support/tls_certs.h"
 #include "testing/redis_test.h"
 #include "testing/wait.h"
 #include "tokenlease/direct.h"
@@ -422,6 +424,113 @@ TEST_F(InspectRedisTest, UsageErrors) {
   err.str("");
   EXPECT_EQ(RunInspect({"k", "--url=unix:///nonexistent/x.sock"}, out, err), 2);
   EXPECT_THAT(err.str(), HasSubstr("cannot connect"));
+}
+
+// A server with a TLS port of its own; certificates shared by the suite.
+class InspectTlsTest : public ::testing::Test {
+ protected:
+  static constexpr char kPrefix[] = "tls:";
+
+  static void SetUpTestSuite() {
+    absl::StatusOr<std::unique_ptr<support::TempTlsFiles>> certs =
+        support::TempTlsFiles::Make();
+    ASSERT_TRUE(certs.ok()) << certs.status();
+    certs_ = certs->release();
+  }
+  static void TearDownTestSuite() {
+    delete certs_;
+    certs_ = nullptr;
+  }
+  void SetUp() override { ASSERT_NE(certs_, nullptr); }
+  // Starts the server and takes kTaken tokens of kKey through its
+  // plaintext port (10 per hour).
+  void StartServerAndTake(bool require_client_cert) {
+    auto server = testing::StartRedisServer(
+        {.tls = support::TlsServerOptionsFor(files(), require_client_cert)});
+    ASSERT_TRUE(server.ok()) << server.status();
+    server_ = *std::move(server);
+    DirectLimiterOptions o;
+    o.redis.url = server_->url();
+    o.key_prefix = kPrefix;
+    absl::StatusOr<std::unique_ptr<DirectLimiter>> l =
+        DirectLimiter::Create(LimitSpec::TokenBucket(10, absl::Hours(1)), o);
+    ASSERT_TRUE(l.ok()) << l.status();
+    for (int i = 0; i < kTaken; ++i) {
+      ASSERT_TRUE((*l)->TryAcquire(kKey, 1, absl::Seconds(10)).allowed) << i;
+    }
+  }
+  static const support::TlsFiles& files() { return certs_->files(); }
+  // `tokenlease inspect <args> --url=<the TLS port> --prefix=tls:
+  // --limit=10 --period=1h user:42`.
+  Outcome Command(std::vector<std::string> args) {
+    args.push_back(absl::StrCat("--url=", server_->tls_url()));
+    for (const char* a :
+         {"--prefix=tls:", "--limit=10", "--period=1h", "user:42"}) {
+      args.push_back(a);
+    }
+    std::ostringstream out, err;
+    const int code = RunInspect(args, out, err);
+    return {code, out.str(), err.str()};
+  }
+
+  static support::TempTlsFiles* certs_;
+  std::unique_ptr<testing::RedisServer> server_;
+};
+
+support::TempTlsFiles* InspectTlsTest::certs_ = nullptr;
+
+TEST_F(InspectTlsTest, ReadsAKeyOverTlsVerifiedByTheCa) {
+  ASSERT_NO_FATAL_FAILURE(StartServerAndTake(/*require_client_cert=*/false));
+  const Outcome r = Command({absl::StrCat("--tls_ca_file=", files().ca_file)});
+  EXPECT_EQ(r.code, 0) << r.out << r.err;
+  EXPECT_EQ(r.err, "");
+  EXPECT_THAT(r.out, HasSubstr(absl::StrCat(
+                         "on rediss://127.0.0.1:", server_->tls_port(), "/0")));
+  EXPECT_THAT(
+      r.out, HasSubstr(absl::StrCat("available now: ", 10 - kTaken, " of 10")));
+}
+
+TEST_F(InspectTlsTest, MutualTls) {
+  ASSERT_NO_FATAL_FAILURE(StartServerAndTake(/*require_client_cert=*/true));
+  const std::string ca = absl::StrCat("--tls_ca_file=", files().ca_file);
+  Outcome r =
+      Command({ca, absl::StrCat("--tls_cert_file=", files().client_cert),
+               absl::StrCat("--tls_key_file=", files().client_key)});
+  EXPECT_EQ(r.code, 0) << r.out << r.err;
+  EXPECT_THAT(
+      r.out, HasSubstr(absl::StrCat("available now: ", 10 - kTaken, " of 10")));
+  r = Command({ca});
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_THAT(r.err, HasSubstr("client certificate"));
+  EXPECT_THAT(r.err, HasSubstr("--tls_cert_file"));
+}
+
+TEST_F(InspectTlsTest, AWrongCaIsNamedWithinTheTimeout) {
+  ASSERT_NO_FATAL_FAILURE(StartServerAndTake(/*require_client_cert=*/false));
+  const absl::Time start = absl::Now();
+  const Outcome r = Command(
+      {absl::StrCat("--tls_ca_file=", files().other_ca_file), "--timeout=1s"});
+  EXPECT_LT(absl::Now() - start, absl::Seconds(3));
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_EQ(r.out, "");
+  EXPECT_THAT(r.err, HasSubstr("the server's certificate is not trusted"));
+  EXPECT_THAT(r.err, HasSubstr("--tls_ca_file names the CAs to trust"));
+  EXPECT_THAT(r.err, HasSubstr("the --tls_* flags"));
+}
+
+TEST_F(InspectTlsTest, TlsFlagsNeedATlsUrlAndOneServer) {
+  std::ostringstream out, err;
+  EXPECT_EQ(RunInspect({"k", "--url=redis://127.0.0.1:1",
+                        "--tls_ca_file=/etc/ssl/certs/ca.pem"},
+                       out, err),
+            2);
+  EXPECT_THAT(err.str(), HasSubstr("--tls_ca_file given, but "
+                                   "redis://127.0.0.1:1 is not a TLS URL"));
+  absl::StatusOr<std::unique_ptr<ReadOnlyRedis>> r =
+      ReadOnlyRedis::Connect("rediss+cluster://127.0.0.1:1", absl::Seconds(1));
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(r.status().message()),
+              HasSubstr("pass rediss://host:port"));
 }
 
 }  // namespace

@@ -6,7 +6,6 @@
 #include <vector>
 
 #include "absl/strings/ascii.h"
-#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
 #include "redis/endpoint.h"
@@ -29,21 +28,23 @@ bool IsReadOnlyCommand(absl::string_view command) {
 }
 
 absl::StatusOr<std::unique_ptr<ReadOnlyRedis>> ReadOnlyRedis::Connect(
-    absl::string_view url, absl::Duration timeout) {
-  if (absl::StartsWith(url, "redis+cluster://") ||
-      absl::StartsWith(url, "redis+sentinel://")) {
+    absl::string_view url, absl::Duration timeout, const RedisTlsOptions& tls) {
+  absl::StatusOr<internal::RedisEndpoint> ep = internal::ParseRedisUrl(url);
+  if (!ep.ok()) return ep.status();
+  if (ep->topology != internal::RedisEndpoint::Topology::kSingle) {
     // One key's state lives on one server; a read that a cluster node
     // answers with MOVED inside MULTI would only say EXECABORT.
     return absl::InvalidArgumentError(absl::StrCat(
         "inspect reads one server, and ", internal::RedactRedisUrl(url),
-        " names a Redis Cluster or a sentinel set: pass redis://host:port of "
-        "the primary that serves the key (redis-cli -c CLUSTER KEYSLOT "
-        "'{<prefix><key>}', then CLUSTER SLOTS; or SENTINEL "
+        " names a Redis Cluster or a sentinel set: pass ",
+        ep->tls ? "rediss" : "redis",
+        "://host:port of the primary that serves the key (redis-cli -c "
+        "CLUSTER KEYSLOT '{<prefix><key>}', then CLUSTER SLOTS; or SENTINEL "
         "get-master-addr-by-name)"));
   }
   // The login (AUTH, SELECT) is the client's own, before any Run.
   absl::StatusOr<support::SyncRedis> redis =
-      support::SyncRedis::Connect(url, timeout);
+      support::SyncRedis::Connect(*ep, timeout, tls);
   if (!redis.ok()) return redis.status();
   return std::unique_ptr<ReadOnlyRedis>(new ReadOnlyRedis(*std::move(redis)));
 }

@@ -21,6 +21,7 @@
 #include "absl/time/time.h"
 #include "redis/reply.h"
 #include "support/sync_redis.h"
+#include "tokenlease/redis.h"
 
 namespace tokenlease::cli {
 
@@ -32,13 +33,17 @@ bool IsReadOnlyCommand(absl::string_view command);
 class ReadOnlyRedis {
  public:
   // Connects to `url` (the library's forms: redis://[[user]:password@]host
-  // [:port][/db], unix:///path[?db=N]), logs in (AUTH) and selects the
-  // database. Every step, and every command later, waits at most
-  // `timeout`. InvalidArgument for a bad URL, Unavailable if the server
-  // cannot be reached or refuses the login; messages never show the
+  // [:port][/db], rediss://... over TLS with `tls`, unix:///path[?db=N];
+  // one server, not a cluster or a sentinel set), logs in (AUTH) and
+  // selects the database. Every step (the TLS handshake too), and every
+  // command later, waits at most `timeout`. InvalidArgument for a bad URL
+  // or TLS settings that cannot be used, Unavailable if the server cannot
+  // be reached, fails the TLS handshake (the message names why) or refuses
+  // the login (support::SyncRedis::Connect); messages never show the
   // password.
   static absl::StatusOr<std::unique_ptr<ReadOnlyRedis>> Connect(
-      absl::string_view url, absl::Duration timeout);
+      absl::string_view url, absl::Duration timeout,
+      const RedisTlsOptions& tls = {});
 
   // Runs one command (binary-safe arguments). An error reply is a reply
   // (type kError), not an error status; the status is an error only when

@@ -11,11 +11,13 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "cli/common.h"
 #include "local/spec_facts.h"
+#include "redis/endpoint.h"
 #include "redis/script_call.h"
 
 namespace tokenlease::cli {
@@ -178,15 +180,87 @@ bool AnySpecFlagGiven(const FlagTable& table) {
   return false;
 }
 
+void AddTlsFlags(TlsFlags* f, FlagTable* t) {
+  t->Add("tls_ca_file", &f->ca_file,
+         "rediss:// URLs: a PEM file of the certificate authorities that "
+         "verify the server; empty, with --tls_ca_dir empty too: the "
+         "system's trust store");
+  t->Add("tls_ca_dir", &f->ca_dir,
+         "rediss:// URLs: a directory of hashed CA certificates (openssl "
+         "rehash)");
+  t->Add("tls_cert_file", &f->cert_file,
+         "rediss:// URLs: the client certificate (PEM, with its chain) for "
+         "a server that requires one (mutual TLS); with --tls_key_file");
+  t->Add("tls_key_file", &f->key_file,
+         "rediss:// URLs: the private key of --tls_cert_file (PEM, "
+         "unencrypted)");
+  t->Add("tls_server_name", &f->server_name,
+         "rediss:// URLs: the name the server's certificate must hold (and "
+         "the SNI sent); empty: the URL's host");
+  t->Add("tls_insecure", &f->insecure,
+         "rediss:// URLs: do not verify the server's certificate (anyone on "
+         "the path can pose as the server): for tests only");
+}
+
+absl::StatusOr<RedisTlsOptions> TlsFromFlags(const TlsFlags& f,
+                                             absl::string_view url) {
+  std::vector<std::string> given;
+  for (const auto& [name, value] :
+       {std::pair<const char*, const std::string*>{"tls_ca_file", &f.ca_file},
+        {"tls_ca_dir", &f.ca_dir},
+        {"tls_cert_file", &f.cert_file},
+        {"tls_key_file", &f.key_file},
+        {"tls_server_name", &f.server_name}}) {
+    if (!value->empty()) given.push_back(absl::StrCat("--", name));
+  }
+  if (f.insecure) given.push_back("--tls_insecure");
+  if (!given.empty()) {
+    if (url.empty()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(absl::StrJoin(given, ", "),
+                       " given without --url: they apply to a rediss:// URL"));
+    }
+    absl::StatusOr<internal::RedisEndpoint> ep = internal::ParseRedisUrl(url);
+    if (ep.ok() && !ep->tls) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(absl::StrJoin(given, ", "), " given, but ",
+                       Redacted(url), " is not a TLS URL: use rediss://"));
+    }
+  }
+  if (f.cert_file.empty() != f.key_file.empty()) {
+    return absl::InvalidArgumentError(
+        "--tls_cert_file and --tls_key_file go together (a client "
+        "certificate needs its private key)");
+  }
+  for (char c : f.server_name) {
+    if (!absl::ascii_isalnum(c) && c != '.' && c != '-' && c != '_' &&
+        c != ':') {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--tls_server_name=", f.server_name,
+          " is not a host name (only letters, digits, '.', '-', '_', ':')"));
+    }
+  }
+  RedisTlsOptions tls;
+  tls.ca_file = f.ca_file;
+  tls.ca_dir = f.ca_dir;
+  tls.cert_file = f.cert_file;
+  tls.key_file = f.key_file;
+  tls.server_name = f.server_name;
+  tls.verify_peer = !f.insecure;
+  return tls;
+}
+
 void AddRedisFlags(RedisFlags* f, FlagTable* t, std::string prefix_help,
                    std::string timeout_help) {
   t->Add("prefix", &f->prefix, std::move(prefix_help));
   t->Add("url", &f->url,
          absl::StrCat("Redis server, redis://[[user]:password@]host[:port]"
-                      "[/db] or unix:///path[?db=N]; empty: "
+                      "[/db], rediss://... (TLS: the --tls_* flags) or "
+                      "unix:///path[?db=N]; empty: "
                       "$TOKENLEASE_REDIS_URL (keeps a password off the "
                       "command line), else ",
                       kDefaultRedisUrl));
+  AddTlsFlags(&f->tls, t);
   t->Add("timeout", &f->timeout, std::move(timeout_help));
 }
 

@@ -11,9 +11,11 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "cli/flag_table.h"
 #include "tokenlease/direct.h"
+#include "tokenlease/redis.h"
 #include "tokenlease/spec.h"
 
 namespace tokenlease::cli {
@@ -39,16 +41,44 @@ void AddSpecFlags(SpecFlags* flags, FlagTable* table);
 // True if any of the flags above was given.
 bool AnySpecFlagGiven(const FlagTable& table);
 
+// How to speak TLS to a rediss:// URL: --tls_ca_file, --tls_ca_dir,
+// --tls_cert_file, --tls_key_file, --tls_server_name and --tls_insecure,
+// the fields of RedisTlsOptions (include/tokenlease/redis.h). The defaults
+// here are the flags' defaults: the system's trust store, no client
+// certificate, the URL's host, verified.
+struct TlsFlags {
+  std::string ca_file;
+  std::string ca_dir;
+  std::string cert_file;
+  std::string key_file;
+  std::string server_name;
+  bool insecure = false;  // RedisTlsOptions::verify_peer = false
+};
+
+// Registers the flags of TlsFlags in `table`.
+void AddTlsFlags(TlsFlags* flags, FlagTable* table);
+
+// The RedisTlsOptions the flags give for `url` (resolved: the one the
+// command connects to). InvalidArgument naming the flags if one is given
+// while `url` is not a rediss URL (an unparsable `url` is left to the
+// connection to refuse), if only one of --tls_cert_file and
+// --tls_key_file is given, or if --tls_server_name is no host name. The
+// files are read only when the connection is made.
+absl::StatusOr<RedisTlsOptions> TlsFromFlags(const TlsFlags& flags,
+                                             absl::string_view url);
+
 // Where the limit's keys are, and how long to wait for them: --prefix,
-// --url and --timeout. The defaults here are the flags' defaults.
+// --url, the TLS flags and --timeout. The defaults here are the flags'
+// defaults.
 struct RedisFlags {
   std::string prefix = DirectLimiterOptions{}.key_prefix;
   std::string url;  // empty: ResolveRedisUrl's choice
+  TlsFlags tls;
   absl::Duration timeout = absl::Seconds(2);
 };
 
-// Registers --prefix, --url and --timeout in `table`, with the command's
-// own help for --prefix and --timeout.
+// Registers --prefix, --url, the TLS flags (AddTlsFlags) and --timeout in
+// `table`, with the command's own help for --prefix and --timeout.
 void AddRedisFlags(RedisFlags* flags, FlagTable* table, std::string prefix_help,
                    std::string timeout_help);
 

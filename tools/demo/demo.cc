@@ -33,6 +33,7 @@
 #include "demo/live.h"
 #include "demo/protocol.h"
 #include "demo/report.h"
+#include "demo/targets.h"
 #include "demo/workload.h"
 #include "redis/endpoint.h"
 #include "redis/script_call.h"
@@ -40,6 +41,7 @@
 #include "support/redis_info.h"
 #include "support/redis_server.h"
 #include "support/sync_redis.h"
+#include "support/tls_certs.h"
 
 extern char** environ;  // POSIX: declared by no standard header
 
@@ -94,13 +96,14 @@ class SigintBlocked {
   sigset_t old_;
 };
 
-// The run's Redis: the private server or cluster (neither with --url), and
-// the parent's own connection to each node (none in local mode; a server
-// is node 0).
+// The run's Redis: the private server or cluster (neither with --url), its
+// certificates (--tls), and the parent's own connection to each node
+// (plaintext; none in local mode; a server is node 0).
 struct Redis {
   struct Reading {  // a node's CPU time, script calls and their time
     int64_t cpu = -1, calls = 0, usec = 0;
   };
+  std::unique_ptr<support::TempTlsFiles> certs;
   std::unique_ptr<support::RedisServer> server;
   std::unique_ptr<support::RedisCluster> cluster;
   std::vector<std::optional<support::SyncRedis>> clients;
@@ -339,7 +342,8 @@ class Parent {
           cluster == nullptr
               ? "redis-server"
               : absl::StrFormat("%s (node %d, 127.0.0.1:%d)", OutageTarget(o_),
-                                victim_, node.port());
+                                victim_,
+                                o_.tls ? node.tls_port() : node.port());
       if (!kill9) {
         node.Pause();
       } else {
@@ -560,47 +564,70 @@ class Parent {
 
 // Starts the private server or cluster unless --url, connects to each of
 // its nodes (CONFIG RESETSTAT: the figures count this run's calls) and
-// points o.url at it; the banner's words on where Redis is.
+// points o.url at it (--tls: at its TLS ports, with certificates made for
+// the run, which the instances present); the banner's words on where Redis
+// is.
 absl::StatusOr<std::string> StartRedis(DemoOptions& o, Redis& redis) {
+  std::optional<support::RedisTlsServerOptions> tls;
+  if (o.tls) {
+    absl::StatusOr<std::unique_ptr<support::TempTlsFiles>> certs =
+        support::TempTlsFiles::Make("tokenlease-demo-tls");
+    if (!certs.ok()) return certs.status();
+    redis.certs = *std::move(certs);
+    const support::TlsFiles& f = redis.certs->files();
+    tls = support::TlsServerOptionsFor(f, /*require_client_cert=*/true);
+    o.tls_ca_file = f.ca_file;
+    o.tls_cert_file = f.client_cert;
+    o.tls_key_file = f.client_key;
+  }
   if (o.redis == RedisKind::kCluster) {
     absl::StatusOr<std::unique_ptr<support::RedisCluster>> cluster;
     {
       const SigintBlocked blocked;  // for own_session (SigintBlocked)
-      cluster = support::RedisCluster::Start({.name = "tokenlease-demo"});
+      cluster =
+          support::RedisCluster::Start({.tls = tls, .name = "tokenlease-demo"});
     }
     if (!cluster.ok()) return cluster.status();
     redis.cluster = *std::move(cluster);
     absl::StatusOr<std::vector<int>> primaries = redis.cluster->Primaries();
     if (!primaries.ok()) return primaries.status();
     redis.primaries = *primaries;
-    o.url = redis.cluster->url();
+    o.url = o.tls ? redis.cluster->tls_url() : redis.cluster->url();
   } else if (o.url.empty()) {
     // In a session of its own: a Ctrl-C at the terminal must not stop it
     // under the instances' final lease returns and the summary's probes.
     absl::StatusOr<std::unique_ptr<support::RedisServer>> server =
         support::StartRedisServer({.own_session = true,
+                                   .tls = tls,
                                    .name = "tokenlease-demo",
                                    .cancelled = Interrupted});
     if (!server.ok()) return server.status();
     redis.server = *std::move(server);
-    o.url = redis.server->url();
+    o.url = o.tls ? redis.server->tls_url() : redis.server->url();
   }
   const int nodes = redis.cluster != nullptr ? redis.cluster->size() : 1;
   for (int i = 0; i < nodes; ++i) {
     absl::StatusOr<support::SyncRedis> c =
-        redis.node(i) != nullptr ? redis.node(i)->Connect()
-                                 : support::SyncRedis::Connect(o.url);
+        redis.node(i) != nullptr
+            ? redis.node(i)->Connect()
+            : support::SyncRedis::Connect(o.url, support::kDefaultRedisTimeout,
+                                          TlsOptions(o));
     if (!c.ok()) return c.status();
     c->Run({"CONFIG", "RESETSTAT"}).IgnoreError();
     redis.clients.emplace_back(*std::move(c));
   }
   return absl::StrCat(
-      "redis-server v=",
-      support::InfoText(redis.Info(0, "server"), "redis_version"), " ",
+      support::ServerVersion(redis.Info(0, "server")), " ",
       redis.server != nullptr
           ? absl::StrFormat("on 127.0.0.1:%d (pid %d)", redis.server->port(),
                             redis.server->pid())
-          : absl::StrCat("at ", internal::RedactRedisUrl(o.url)));
+          : absl::StrCat("at ", internal::RedactRedisUrl(o.url)),
+      !o.tls ? ""
+      : redis.server != nullptr
+          ? absl::StrFormat(", instances over TLS on :%d (client "
+                            "certificates required)",
+                            redis.server->tls_port())
+          : " (client certificates required)");
 }
 
 // The parent process: the server (a private one unless --url; none in

@@ -2,7 +2,8 @@
 // by ctest) runs a short default-shaped run (hot key, leased mode,
 // fail_local) against its own private redis-server, with a short outage.
 // Its summary, its CSV and its chart are checked against the limit. Then a
-// short run on a private Redis Cluster whose outage is a failover.
+// short run over TLS whose outage is a kill -9, and a short run on a
+// private Redis Cluster whose outage is a failover.
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -36,6 +37,7 @@
 namespace tokenlease::tools {
 namespace {
 
+using ::testing::AllOf;
 using ::testing::HasSubstr;
 using ::testing::Not;
 using ::tokenlease::testing::Find;
@@ -239,6 +241,42 @@ TEST_F(DemoEndToEndTest, AShortRunWithAnOutageHoldsTheLimit) {
       std::vector<std::string>(absl::StrSplit(lines[0]->Attr("points"), ' '))
           .size(),
       40u);
+}
+
+// --tls: the private server speaks mutual TLS to the instances; its outage
+// is a kill -9 and a restart, after which they connect (and handshake)
+// again and lease. About 6 s: 3.5 s after the restart, for a machine that
+// is busy with other tests (a restart under load can take a second).
+TEST_F(DemoEndToEndTest, ATlsRunLeasesAgainAfterAKill) {
+  const Ran r = RunProgram({cli_, "demo", "--tls", "--outage_kind=kill",
+                            "--seconds=6", absl::StrCat("--limit=", kLimit),
+                            "--window_ms=250", "--outage_at=1.5",
+                            "--outage_seconds=1", "--csv=", "--chart="});
+  ASSERT_TRUE(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0)
+      << "status " << r.status << "\n"
+      << r.output;
+  const std::string& out = r.output;
+  EXPECT_THAT(out, HasSubstr(", instances over TLS on :"));
+  EXPECT_THAT(out, HasSubstr("redis-server killed (kill -9)"));
+  EXPECT_THAT(out, HasSubstr("redis-server restarted, empty"));
+  // Every instance connected (and handshook) again after the restart.
+  const size_t outage = out.find("\noutage: judged Redis down: ");
+  ASSERT_NE(outage, std::string::npos) << out;
+  EXPECT_THAT(out.substr(outage, out.find('\n', outage + 1) - outage),
+              AllOf(HasSubstr("; healthy: "), Not(HasSubstr("never"))));
+  EXPECT_THAT(out, Not(HasSubstr("BOUND EXCEEDED")));
+  // The after phase (2.5-6 s): a good share of the limit.
+  const size_t at = out.find("\nafter ");
+  ASSERT_NE(at, std::string::npos) << out;
+  const std::vector<std::string> f =
+      absl::StrSplit(out.substr(at + 1, out.find('\n', at + 1) - at - 1), ' ',
+                     absl::SkipEmpty());
+  int64_t admitted = 0;
+  ASSERT_GE(f.size(), 3u);
+  ASSERT_TRUE(
+      absl::SimpleAtoi(absl::StrReplaceAll(f[2], {{",", ""}}), &admitted))
+      << f[2];
+  EXPECT_GE(admitted, 0.25 * kLimit * 3.5) << out;
 }
 
 // --redis=cluster, with a Zipf load whose keys hash to every node: the

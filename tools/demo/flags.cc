@@ -150,6 +150,15 @@ const std::vector<Flag>& Flags() {
             "Redis URL; empty: $TOKENLEASE_REDIS_URL, else a private server"),
       Choice("redis", &O::redis, kRedisKinds,
              "the private Redis: single, or cluster (3 primaries + replicas)"),
+      Field("tls", &O::tls,
+            "the private Redis over TLS, client certificates required "
+            "(rediss://)"),
+      Field("tls_ca_file", &O::tls_ca_file,
+            "with a rediss:// --url: the CA file (PEM); empty: the system's"),
+      Field("tls_cert_file", &O::tls_cert_file,
+            "with a rediss:// --url: a client certificate (PEM)"),
+      Field("tls_key_file", &O::tls_key_file,
+            "with a rediss:// --url: its key (PEM)"),
       Field("use_handle", &O::use_handle,
             "leased and local mode: decide the hot key through a handle"),
       Choice("pacing", &O::pacing, kPacings,
@@ -340,6 +349,16 @@ absl::Status ValidateOptions(const DemoOptions& o) {
                  "--redis=cluster starts a private cluster for leased or "
                  "direct mode: drop --url (or $TOKENLEASE_REDIS_URL), "
                  "--mode=local or --redis"));
+  s.Update(check(
+      !o.tls || o.instance >= 0 || (o.url.empty() && o.mode != Mode::kLocal),
+      "--tls starts a private Redis with TLS for leased or direct "
+      "mode: drop --url (or $TOKENLEASE_REDIS_URL) or --mode=local "
+      "(for a Redis of your own: a rediss:// --url)"));
+  s.Update(check((o.tls_ca_file + o.tls_cert_file + o.tls_key_file).empty() ||
+                     o.instance >= 0 ||
+                     (!o.tls && absl::StartsWith(o.url, "rediss")),
+                 "--tls_ca_file, --tls_cert_file and --tls_key_file go with a "
+                 "rediss:// --url (--tls makes its own)"));
   s.Update(
       check(o.algorithm == Algorithm::kTokenBucket || o.mode == Mode::kLocal,
             absl::StrCat("--algorithm is ", AlgorithmName(o.algorithm),

@@ -66,6 +66,9 @@ struct DemoOptions {
   std::string chart = kAuto;  // "" draws none
   std::string url;            // "": $TOKENLEASE_REDIS_URL, else private
   RedisKind redis = RedisKind::kSingle;  // the private Redis's shape
+  bool tls = false;                      // the private Redis over mutual TLS
+  // A rediss:// URL's CA and client certificate (--tls: the run's own).
+  std::string tls_ca_file, tls_cert_file, tls_key_file;
   bool use_handle = false;
   Pacing pacing = Pacing::kTick;
   int tick_us = 1000;

@@ -324,6 +324,53 @@ TEST(FlagsTest, RedisCluster) {
   EXPECT_EQ(o.outage_seconds, 4);
 }
 
+// --tls: the private server (or cluster) over mutual TLS, so no --url and
+// no local mode; an instance gets the run's certificates as --tls_*_file,
+// which a user gives only with a rediss:// --url.
+TEST(FlagsTest, Tls) {
+  EXPECT_FALSE(Parsed({}).tls);
+  DemoOptions o = ResolveOptions(Parsed({"--tls"}), /*cpus=*/2);
+  EXPECT_TRUE(o.tls);
+  EXPECT_EQ(Message(o), "");
+  EXPECT_EQ(Message(ResolveOptions(Parsed({"--tls", "--redis=cluster"}), 2)),
+            "");
+  const std::string refused =
+      "--tls starts a private Redis with TLS for leased or direct mode: drop "
+      "--url (or $TOKENLEASE_REDIS_URL) or --mode=local (for a Redis of your "
+      "own: a rediss:// --url)";
+  EXPECT_EQ(Message(ResolveOptions(Parsed({"--tls", "--mode=local"}), 2)),
+            refused);
+  o.url = "rediss://127.0.0.1:6380";
+  EXPECT_EQ(Message(o), refused);
+
+  // What the parent hands an instance: the URL in the environment, the
+  // files as flags.
+  o.tls_ca_file = "/tmp/d/ca.pem";
+  o.tls_cert_file = "/tmp/d/client.pem";
+  o.tls_key_file = "/tmp/d/client.key";
+  o.instance = 1;
+  EXPECT_EQ(Message(o), "");
+  const std::vector<std::string> args = FlagArgs(o);
+  EXPECT_THAT(args, Contains("--tls=true"));
+  EXPECT_THAT(args, Contains("--tls_ca_file=/tmp/d/ca.pem"));
+  const DemoOptions got = Parsed(args);
+  EXPECT_EQ(got.tls_cert_file, o.tls_cert_file);
+  EXPECT_EQ(got.tls_key_file, o.tls_key_file);
+
+  // A user's files go with a rediss:// URL of their own, not with --tls.
+  const std::string files =
+      "--tls_ca_file, --tls_cert_file and --tls_key_file go with a rediss:// "
+      "--url (--tls makes its own)";
+  o = ResolveOptions(
+      Parsed({"--url=rediss://127.0.0.1:6380", "--tls_ca_file=ca.pem"}), 2);
+  EXPECT_EQ(Message(o), "");
+  o.url = "redis://127.0.0.1:6379";
+  EXPECT_EQ(Message(o), files);
+  EXPECT_EQ(
+      Message(ResolveOptions(Parsed({"--tls", "--tls_ca_file=ca.pem"}), 2)),
+      files);
+}
+
 struct SizingCase {
   int cpus;
   int instances;  // --instances, 0: chosen

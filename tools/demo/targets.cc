@@ -101,6 +101,7 @@ absl::StatusOr<std::unique_ptr<Target>> Target::Create(
   } else if (o.mode == Mode::kLeased) {
     RedisOptions redis;
     redis.url = o.url;
+    redis.tls = TlsOptions(o);
     t->health = HealthLog::AttachTo(redis);
     absl::StatusOr<std::shared_ptr<RedisConnection>> c =
         RedisConnection::Create(redis);
@@ -130,6 +131,7 @@ absl::StatusOr<std::unique_ptr<Target>> Target::Create(
   } else {
     DirectLimiterOptions options;
     options.redis.url = o.url;
+    options.redis.tls = TlsOptions(o);
     options.redis.command_timeout = absl::Seconds(2);
     // A call that gets no reply by the time the connection would be judged
     // down gets the failure mode's decision then (docs/operations.md),
@@ -202,6 +204,14 @@ std::string Target::Stop(int64_t* commands) {
   t.leased.reset();  // returns every lease
   *commands = CommandsSent();
   return MetricLines(w.Text());
+}
+
+RedisTlsOptions TlsOptions(const DemoOptions& o) {
+  RedisTlsOptions t;
+  t.ca_file = o.tls_ca_file;
+  t.cert_file = o.tls_cert_file;
+  t.key_file = o.tls_key_file;
+  return t;
 }
 
 LimitSpec LocalSpec(const DemoOptions& o) {

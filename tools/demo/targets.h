@@ -17,6 +17,7 @@
 #include "demo/protocol.h"
 #include "demo/workload.h"
 #include "tokenlease/leased.h"
+#include "tokenlease/redis.h"
 #include "tokenlease/spec.h"
 
 namespace tokenlease::tools {
@@ -55,6 +56,10 @@ class Target {
 // The limit of one local-mode instance: --algorithm with limit/N per second
 // (burst --burst/N, at least 1).
 LimitSpec LocalSpec(const DemoOptions& o);
+
+// --tls_ca_file, --tls_cert_file and --tls_key_file (the run's own with
+// --tls) as the TLS settings of a rediss:// URL.
+RedisTlsOptions TlsOptions(const DemoOptions& o);
 
 }  // namespace tokenlease::tools
 
