@@ -86,7 +86,7 @@ INSTANTIATE_TEST_SUITE_P(
         UsageCase{"ABadServerName",
                   {"--key=k", "--limit=5", "--url=rediss://127.0.0.1:1",
                    "--tls_server_name=a/b"},
-                  "--tls_server_name=a/b is not a host name"},
+                  "--tls_server_name \"a/b\": a host name has only"},
         // Files are read before anything is connected, and named by flag.
         UsageCase{"AnUnreadableCaFile",
                   {"--key=k", "--limit=5", "--url=rediss://127.0.0.1:1",

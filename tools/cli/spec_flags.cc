@@ -8,7 +8,6 @@
 #include <utility>
 #include <vector>
 
-#include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -19,6 +18,7 @@
 #include "local/spec_facts.h"
 #include "redis/endpoint.h"
 #include "redis/script_call.h"
+#include "redis/tls.h"
 
 namespace tokenlease::cli {
 namespace {
@@ -227,19 +227,6 @@ absl::StatusOr<RedisTlsOptions> TlsFromFlags(const TlsFlags& f,
                        Redacted(url), " is not a TLS URL: use rediss://"));
     }
   }
-  if (f.cert_file.empty() != f.key_file.empty()) {
-    return absl::InvalidArgumentError(
-        "--tls_cert_file and --tls_key_file go together (a client "
-        "certificate needs its private key)");
-  }
-  for (char c : f.server_name) {
-    if (!absl::ascii_isalnum(c) && c != '.' && c != '-' && c != '_' &&
-        c != ':') {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "--tls_server_name=", f.server_name,
-          " is not a host name (only letters, digits, '.', '-', '_', ':')"));
-    }
-  }
   RedisTlsOptions tls;
   tls.ca_file = f.ca_file;
   tls.ca_dir = f.ca_dir;
@@ -247,6 +234,12 @@ absl::StatusOr<RedisTlsOptions> TlsFromFlags(const TlsFlags& f,
   tls.key_file = f.key_file;
   tls.server_name = f.server_name;
   tls.verify_peer = !f.insecure;
+  // The library's own checks (a plain URL was refused above, by flag
+  // name), in flag terms.
+  if (absl::Status s = internal::ValidateTlsOptions(tls, /*tls_url=*/true);
+      !s.ok()) {
+    return absl::InvalidArgumentError(InFlagTerms(s.message()));
+  }
   return tls;
 }
 
