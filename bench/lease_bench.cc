@@ -27,8 +27,8 @@
 // its one token is spent before timing and Redis's refusal is cached, so
 // every timed call is the local denial path.
 //
-// "lease/handle_uncounted" and "lease/one_key_handle_uncounted" make the
-// same decisions on the same limiters without counting them
+// "lease/handle_uncounted" makes the same decisions on the same limiter
+// without counting them
 // (LimiterStats::decisions, docs/metrics.md): the ratio to their counted
 // twins is what counting costs.
 #include <atomic>
@@ -292,39 +292,33 @@ void Register(const std::vector<Transport>& transports, Load load) {
               [m, &key, &now] { return m->limiter.TryAcquire(key, 1, now++); });
     });
   }
-  // One shared key, 1 and 2 threads, wall time.
+  // One shared key, 1, 2, 4 and 8 threads, wall time (on 2 cores, 4 and 8
+  // threads show what oversubscription does). A hot key's lease is spread
+  // over per-thread slices (LeaseOptions::slice_threshold).
   {
     for (const Transport& t : transports) {
       LeaseCase* c = MakeLeaseCase(t, load, 2);
       const std::string name = Name(LeaseImpl(t), "one_key_handle", load);
       RegisterBenchmark(name.c_str(),
                         [c, admit, name](State& s) {
+                          // Each thread its own copy, as the header advises.
+                          const LeaseHandle h = c->handle;
                           RunLoop(
-                              s,
-                              [c] { return c->limiter->TryAcquire(c->handle); },
+                              s, [c, &h] { return c->limiter->TryAcquire(h); },
                               admit ? name.c_str() : nullptr);
                         })
-          ->Threads(1)
-          ->Threads(2)
+          ->ThreadRange(1, 8)
           ->UseRealTime();
-      // Without counting, as lease/handle_uncounted: each thread counts
-      // into cells only it writes, so counting adds no shared line here
-      // either.
-      const std::string uncounted =
-          Name(LeaseImpl(t), "one_key_handle_uncounted", load);
-      RegisterBenchmark(uncounted.c_str(),
-                        [c, admit, uncounted](State& s) {
+      const std::string by_name = Name(LeaseImpl(t), "one_key_string", load);
+      RegisterBenchmark(by_name.c_str(),
+                        [c, admit, by_name](State& s) {
+                          const std::string key = kKey;
                           RunLoop(
                               s,
-                              [c] {
-                                return tokenlease::internal::
-                                    LeaseBenchmarkAccess::TryAcquireUncounted(
-                                        *c->limiter, c->handle);
-                              },
-                              admit ? uncounted.c_str() : nullptr);
+                              [c, &key] { return c->limiter->TryAcquire(key); },
+                              admit ? by_name.c_str() : nullptr);
                         })
-          ->Threads(1)
-          ->Threads(2)
+          ->ThreadRange(1, 8)
           ->UseRealTime();
     }
     LocalCase* l = MakeLocalCase(load);
@@ -333,8 +327,7 @@ void Register(const std::vector<Transport>& transports, Load load) {
         [l](State& s) {
           RunLoop(s, [l] { return l->limiter->TryAcquire(l->handle, 1); });
         })
-        ->Threads(1)
-        ->Threads(2)
+        ->ThreadRange(1, 8)
         ->UseRealTime();
     auto* m = new MutexCase(load);
     RegisterBenchmark(
@@ -342,8 +335,15 @@ void Register(const std::vector<Transport>& transports, Load load) {
         [m](State& s) {
           RunLoop(s, [m] { return m->limiter.TryAcquire(m->bucket, 1); });
         })
-        ->Threads(1)
-        ->Threads(2)
+        ->ThreadRange(1, 8)
+        ->UseRealTime();
+    RegisterBenchmark(
+        Name("mutex", "one_key_string_clock", load).c_str(),
+        [m](State& s) {
+          const std::string key = kKey;
+          RunLoop(s, [m, &key] { return m->limiter.TryAcquire(key, 1); });
+        })
+        ->ThreadRange(1, 8)
         ->UseRealTime();
   }
 }
@@ -359,6 +359,17 @@ void RegisterReferences() {
           balance->fetch_sub(1, std::memory_order_relaxed));
     }
   });
+  // The same fetch_sub from 1 to 8 threads on the one atomic: what a hot
+  // key without slices would cost at best.
+  benchmark::RegisterBenchmark("ref/shared_fetch_sub",
+                               [](benchmark::State& s) {
+                                 for (auto _ : s) {
+                                   benchmark::DoNotOptimize(balance->fetch_sub(
+                                       1, std::memory_order_relaxed));
+                                 }
+                               })
+      ->ThreadRange(1, 8)
+      ->UseRealTime();
   benchmark::RegisterBenchmark("ref/atomic_load", [](benchmark::State& s) {
     for (auto _ : s) {
       benchmark::DoNotOptimize(balance->load(std::memory_order_relaxed));

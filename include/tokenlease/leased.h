@@ -115,6 +115,25 @@ struct LeaseOptions {
   // On destruction, how long to wait for unused tokens to be returned.
   // 0 .. 1 min.
   absl::Duration release_deadline = absl::Seconds(1);
+  // Hot keys (docs/design.md, "Hot keys: per-thread slices"): a key whose
+  // adaptive lease reaches this many tokens (it spends that much within
+  // about a lease's lead time) spreads its lease over per-thread slices, so
+  // that threads deciding on it write only their own cache line (no locked
+  // instruction). Slices hold parts of the lease, never more: the accuracy
+  // bound does not change. Larger: fewer keys pay a slice's memory
+  // (slices_per_key x 64 bytes); smaller: more keys scale with threads.
+  // 0: never. 0 .. 2^40. Needs membarrier(2) (Linux >= 4.14); without it no
+  // key gets slices.
+  int64_t slice_threshold = 1024;
+  // Slices per hot key: threads whose slice index (the lowest free one,
+  // claimed at a thread's first sliced decision) is beyond it decide from
+  // the key's balance. 0: 4 per CPU, 16 .. 256. 0 .. 1024.
+  int32_t slices_per_key = 0;
+  // A slice whose tokens did not change for this long gives them back to
+  // the key's balance (a thread that stops deciding holds nothing).
+  // Smaller: fewer tokens idle in a quiet thread's slice; larger: fewer
+  // process-wide barriers (one per sweep that returns any). tick .. 1 min.
+  absl::Duration slice_idle = absl::Milliseconds(20);
 
   // OK, or InvalidArgument naming the field and the accepted range.
   absl::Status Validate() const;
@@ -146,6 +165,11 @@ struct LeaseKeyInfo {
   bool has_lease = false;       // a lease is active (else the key is cold)
   bool refill_pending = false;  // a lease request is queued or in flight
   bool denied = false;  // Redis refused; denying locally until it allows
+  // A hot key: its lease is spread over per-thread slices
+  // (LeaseOptions::slice_threshold); `balance` includes the
+  // `sliced_tokens` they hold.
+  bool sliced = false;
+  int64_t sliced_tokens = 0;
 };
 
 // A limit shared through Redis, decided locally from leased tokens.
@@ -279,6 +303,11 @@ class LeasedLimiter {
     if (cost > 0 && cost <= handle.max_cost_.value &&
         !handle.expect_refusal_.flag.load(std::memory_order_relaxed))
         [[likely]] {
+      // acquire: a hot key's slices are published once, fully built.
+      if (internal::LeaseSlices* s = e->slices.load(std::memory_order_acquire))
+          [[unlikely]] {
+        return DecideSliced<kCount>(handle, *s, cost);
+      }
       // relaxed: the balance is a count of tokens and publishes nothing
       // else; each token is taken by exactly one successful subtraction.
       // While a failed subtraction is in flight others see fewer tokens,
@@ -298,6 +327,44 @@ class LeasedLimiter {
     }
     return SlowAcquire<kCount>(handle, cost);
   }
+
+  // A hot key: pays `cost` from the calling thread's slice, in the slice
+  // owner's critical section (tokenlease/internal/lease_hot.h): plain loads
+  // and stores on a line only this thread writes. Else (no slice claimed
+  // yet, too few tokens, or the reconciler is taking them) FromSlices.
+  template <bool kCount>
+  Decision DecideSliced(const Handle& handle, internal::LeaseSlices& s,
+                        int64_t cost) {
+    const uint32_t i = internal::tls_lease_slice - 1;  // wraps when none
+    if (i < s.count) [[likely]] {
+      internal::LeaseSlice& slice = s.slice[i];
+      // relaxed stores and loads, kept in order by the compiler fence; the
+      // reconciler's membarrier orders them against its revoke.
+      slice.busy.store(1, std::memory_order_relaxed);
+      std::atomic_signal_fence(std::memory_order_seq_cst);
+      // acquire: after the reconciler reopens the slice, its exchange of
+      // the tokens is seen.
+      const bool revoked = slice.revoked.load(std::memory_order_acquire);
+      const int64_t held = slice.tokens.load(std::memory_order_relaxed);
+      if (!revoked && held >= cost) [[likely]] {
+        slice.tokens.store(held - cost, std::memory_order_relaxed);
+        // release: the tokens' store is visible to a reconciler that reads
+        // busy = 0.
+        slice.busy.store(0, std::memory_order_release);
+        if constexpr (kCount) {
+          internal::CountDecision(internal::DecisionCell(
+              count_base_, true, DecisionSource::kLease));
+        }
+        return internal::LeaseAdmitted(held - cost);
+      }
+      slice.busy.store(0, std::memory_order_release);
+    }
+    return FromSlices<kCount>(handle, cost);
+  }
+  // Out of line: refills the thread's slice from the key's balance (or
+  // decides from the balance). Counts the decision if kCount.
+  template <bool kCount>
+  Decision FromSlices(const Handle& handle, int64_t cost);
 
   // Out of line: the subtraction left the balance below the low-water mark
   // (ask for a refill) or found too few tokens (undo, mark the handle, and

@@ -25,7 +25,10 @@ LeaseBook::LeaseBook(const LimitSpec& spec, const LeaseOptions& options,
       near_limit_fraction_(near_limit_fraction),
       rng_(seed),
       spares_(sizeof(LeaseEntry), alignof(LeaseEntry),
-              static_cast<size_t>(std::max(options.spare_entries, 0))) {
+              static_cast<size_t>(std::max(options.spare_entries, 0))),
+      slicer_(options.slice_threshold,
+              static_cast<uint32_t>(std::max(options.slices_per_key, 0)),
+              absl::ToInt64Nanoseconds(options.slice_idle)) {
   SetSpec(spec);
 }
 
@@ -55,6 +58,9 @@ LeaseEntry* LeaseBook::NewEntry(std::string_view name) {
 }
 
 void LeaseBook::FreeEntry(LeaseEntry* e) {
+  // Only published entries have slices, and they are freed on the
+  // reconciler's thread (the slicer's).
+  if (e->record.slice_index >= 0) slicer_.Forget(e);
   e->~LeaseEntry();
   spares_.Free(e);
 }
@@ -195,9 +201,16 @@ void LeaseBook::ApplyGrant(LeaseEntry* e, const AcquireResult& res,
       std::max<int64_t>(
           1, static_cast<int64_t>(rec.lease_size * options_.low_water)),
       std::memory_order_relaxed);
-  // relaxed: a count of tokens; it publishes nothing else.
+  // relaxed: a count of tokens; it publishes nothing else. A hot key's
+  // slices hold part of the leftover (a snapshot: at the return, what goes
+  // back under the old id is also bounded by what is left beyond the new
+  // grant, so a high estimate returns nothing that was spent).
   const int64_t leftover =
-      e->balance.fetch_add(res.granted, std::memory_order_relaxed);
+      e->balance.fetch_add(res.granted, std::memory_order_relaxed) +
+      LeaseSlicer::Held(e);
+  // The grant (the cost hint can make it larger than the target) or the
+  // target, whichever is larger, measures how hot the key is.
+  slicer_.OnGrant(e, std::max(rec.lease_size, res.granted));
   // The leftover of an active lease is merged into this one; what of it is
   // left at the return can still go back under the old id. (A failed
   // subtraction in flight makes `leftover` smaller: fewer tokens returned,
@@ -432,24 +445,38 @@ bool LeaseBook::EndLease(LeaseEntry* e, int64_t now, LeaseCalls* out,
                          bool expired) {
   LeaseRecord& rec = e->record;
   if (e->Uncharged() > 0) Charge(e, out);
+  // A hot key's slices first (their owners then decide from the balance),
+  // then the balance: a token is in exactly one of them, and none can move
+  // from the balance to a slice after both were taken.
+  int64_t sliced = 0;
+  const bool closed = slicer_.Close(e, &sliced);
   // Takes the balance only when it is not negative: a negative balance is a
   // decision's failed subtraction that is about to be added back, and
   // taking it would let the add-back create tokens (or leave them behind
   // with no lease). acq_rel: atomic against concurrent decisions.
   int64_t left = e->balance.load(std::memory_order_relaxed);
-  while (left > 0 && !e->balance.compare_exchange_weak(
-                         left, 0, std::memory_order_acq_rel)) {
+  while (
+      closed && left > 0 &&
+      !e->balance.compare_exchange_weak(left, 0, std::memory_order_acq_rel)) {
   }
-  if (left < 0) {
+  if (!closed || left < 0) {
+    // relaxed: a count of tokens; the slices' tokens go back to the lease
+    // that goes on.
+    if (sliced != 0) e->balance.fetch_add(sliced, std::memory_order_relaxed);
+    slicer_.Reopen(e);
     if (rec.expires_at_ns != 0) {
-      // Try again on the next step, when the add-back has landed.
+      // Try again on the next step, when the add-back has landed (or the
+      // preempted slice owner left its critical section).
       rec.expires_at_ns = now + 1;
       ScheduleExpiry(e);
     }
     // Without a lease there is nothing to take back: a dry key being
-    // hammered must not hold up a ReturnAll.
-    return rec.expires_at_ns == 0;
+    // hammered must not hold up a ReturnAll (slices may still hold
+    // tokens: those wait for the next try).
+    return closed && rec.expires_at_ns == 0;
   }
+  slicer_.Reopen(e);
+  left += sliced;
   if (rec.expires_at_ns == 0 && left == 0) return true;
   if (rec.expires_at_ns != 0) {  // a lease ends (not a stray add-back)
     if (expired) {
@@ -568,7 +595,7 @@ bool LeaseBook::Evictable(LeaseEntry* e, int64_t now) {
   // relaxed loads: the caller holds the registry's writer lock (no lookup by
   // name), pins are zero (no handle), and the rest is this thread's state.
   return e->balance.load(std::memory_order_relaxed) == 0 &&
-         e->Uncharged() == 0 &&
+         LeaseSlicer::Held(e) == 0 && e->Uncharged() == 0 &&
          (e->flags.load(std::memory_order_relaxed) &
           (kRefillQueued | kDenied)) == 0 &&
          !rec.request_in_flight && !rec.charge_in_flight &&

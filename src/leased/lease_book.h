@@ -32,6 +32,7 @@
 #include "base/spare_blocks.h"
 #include "leased/lease_entry.h"
 #include "leased/lease_sizer.h"
+#include "leased/lease_slices.h"
 #include "redis/redis_client.h"
 #include "redis/reply.h"
 #include "redis/script_call.h"
@@ -143,6 +144,10 @@ class LeaseBook {
   bool HasRetries() const { return !charge_retry_.empty(); }
   // True if buried entries still owe a charge.
   bool HasGraveyard() const { return !graveyard_.empty(); }
+  // Hot keys' idle slices give their tokens back to the key's balance
+  // (LeaseSlicer::Sweep).
+  void SweepSlices(int64_t now) { slicer_.Sweep(now); }
+  const LeaseSlicer& slicer() const { return slicer_; }
 
   // Charges the admissions from `e`'s local credit (the decision path queued
   // it: kChargeQueued, which this clears first, so that later admissions
@@ -292,6 +297,7 @@ class LeaseBook {
   };
   Counters counters_;
   SpareBlocks spares_;  // blocks for NewEntry
+  LeaseSlicer slicer_;  // hot keys' per-thread slices
 };
 
 }  // namespace tokenlease::internal

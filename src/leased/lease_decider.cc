@@ -108,6 +108,24 @@ Decision LeaseDecider::Slow(LeaseEntry* e, int64_t cost, bool may_wait) {
   return d;
 }
 
+Decision LeaseDecider::FromSlices(LeaseEntry* e, LeaseSlices* s, int64_t cost,
+                                  bool may_wait) {
+  if (cost <= 0 || cost > max_cost()) return Slow(e, cost, may_wait);
+  int64_t remaining = 0;
+  bool below_low_water = false;
+  const SliceRefill r = RefillSlice(e, s, cost, &remaining, &below_low_water);
+  if (below_low_water) reconciler_->RequestRefill(e);
+  switch (r) {
+    case SliceRefill::kAdmitted:
+      return LeaseAdmitted(remaining);
+    case SliceRefill::kShort:
+      return Slow(e, cost, may_wait);
+    case SliceRefill::kNoSlice:
+      break;
+  }
+  return FromBalance(e, cost, may_wait);
+}
+
 // A key that has spent more than half of A asks for a lease as well (it is
 // busy enough to decide from one).
 bool LeaseDecider::TakeLocalCredit(LeaseEntry* e, int64_t cost, Decision* d) {

@@ -15,6 +15,7 @@
 #include "leased/lease_book.h"
 #include "leased/lease_entry.h"
 #include "leased/lease_keys.h"
+#include "leased/lease_slices.h"
 #include "leased/lease_transport.h"
 #include "leased/reconciler.h"
 #include "shared/failure_policy.h"
@@ -36,6 +37,22 @@ class LeaseDecider {
   // long epoch critical section delays reclamation).
   [[gnu::always_inline]] Decision Decide(LeaseEntry* e, int64_t cost,
                                          bool may_wait = true) {
+    // acquire: a hot key's slices are published once, fully built.
+    if (LeaseSlices* s = e->slices.load(std::memory_order_acquire))
+        [[unlikely]] {
+      return FromSlices(e, s, cost, may_wait);
+    }
+    return FromBalance(e, cost, may_wait);
+  }
+
+  // A hot key: from the calling thread's slice (refilled from the balance,
+  // lease_slices.h), else from the balance.
+  Decision FromSlices(LeaseEntry* e, LeaseSlices* s, int64_t cost,
+                      bool may_wait);
+
+  // From the key's balance, else Slow.
+  [[gnu::always_inline]] Decision FromBalance(LeaseEntry* e, int64_t cost,
+                                              bool may_wait) {
     // relaxed throughout: the balance is a count of tokens and publishes no
     // other memory; every token is taken by exactly one successful
     // subtraction, whatever the interleaving.

@@ -78,6 +78,8 @@ struct LeaseRecord {
   // always equal to local_share + unsynced once in-flight decisions land
   // (the book's own count, so it never reads the two atomics as a pair).
   int64_t credit_given = 0;
+  // The key's place in the slicer's list (LeaseSlicer), -1 without slices.
+  int32_t slice_index = -1;
 };
 
 // LeaseHot (balance, low_water) comes first: the decision path subtracts

@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "base/absl_view.h"
 #include "core/options_checks.h"
+#include "leased/lease_slices.h"
 
 namespace tokenlease::internal {
 
@@ -75,7 +76,11 @@ absl::StatusOr<LeaseKeyInfo> LeaseKeys::Inspect(std::string_view key) {
         }
         LeaseKeyInfo info;
         // relaxed: a monitoring snapshot.
-        info.balance = e->balance.load(std::memory_order_relaxed);
+        info.balance =
+            e->balance.load(std::memory_order_relaxed) + LeaseSlicer::Held(e);
+        info.sliced_tokens = LeaseSlicer::Held(e);
+        // acquire: see LeaseHot::slices.
+        info.sliced = e->slices.load(std::memory_order_acquire) != nullptr;
         info.low_water = e->low_water.load(std::memory_order_relaxed);
         const uint32_t f = e->flags.load(std::memory_order_acquire);
         info.has_lease = f & kHasLease;
@@ -94,7 +99,8 @@ void LeaseKeys::AddGauges(SharedLimitStats* stats) {
     // meanwhile; a negative balance is a failed subtraction about to be
     // undone, and holds nothing.
     s->held_tokens +=
-        std::max<int64_t>(0, e->balance.load(std::memory_order_relaxed));
+        std::max<int64_t>(0, e->balance.load(std::memory_order_relaxed)) +
+        LeaseSlicer::Held(e);
     s->credit_tokens +=
         std::max<int64_t>(0, e->local_share.load(std::memory_order_relaxed));
     s->uncharged_tokens += std::max<int64_t>(0, e->Uncharged());

@@ -271,12 +271,26 @@ Decision LeasedLimiter::SlowAcquire(const Handle& handle, int64_t cost) {
   // refusal: Decide reads the balance before it subtracts, so denials
   // leave the balance's cache line shared. Enough tokens clear the mark.
   if (e != nullptr && cost > 0 && cost <= handle.max_cost_.value &&
-      e->balance.load(std::memory_order_relaxed) >= cost) {
+      (e->balance.load(std::memory_order_relaxed) >= cost ||
+       e->slices.load(std::memory_order_relaxed) != nullptr)) {
+    // (A hot key decides from slices, which never set the mark.)
     handle.expect_refusal_.flag.store(false, std::memory_order_relaxed);
   }
   // One named result, as in AfterSubtract.
   Decision d = e == nullptr ? internal::LimiterCore::InvalidArgumentDecision()
                             : impl_->decider().Decide(e, cost);
+  if (!d.allowed) impl_->policy().Shadow(&d);
+  if constexpr (kCount) internal::CountDecision(count_base_, d);
+  return d;
+}
+
+template <bool kCount>
+Decision LeasedLimiter::FromSlices(const Handle& handle, int64_t cost) {
+  LeaseEntry* e = static_cast<LeaseEntry*>(handle.entry_);
+  // One named result, as in AfterSubtract. acquire: see LeaseHot::slices
+  // (set once, never reset while a handle pins the key).
+  Decision d = impl_->decider().FromSlices(
+      e, e->slices.load(std::memory_order_acquire), cost, /*may_wait=*/true);
   if (!d.allowed) impl_->policy().Shadow(&d);
   if constexpr (kCount) internal::CountDecision(count_base_, d);
   return d;
@@ -290,6 +304,8 @@ template Decision LeasedLimiter::AfterSubtract<false>(const Handle&, int64_t,
                                                       int64_t);
 template Decision LeasedLimiter::SlowAcquire<true>(const Handle&, int64_t);
 template Decision LeasedLimiter::SlowAcquire<false>(const Handle&, int64_t);
+template Decision LeasedLimiter::FromSlices<true>(const Handle&, int64_t);
+template Decision LeasedLimiter::FromSlices<false>(const Handle&, int64_t);
 
 absl::StatusOr<LeasedLimiter::Handle> LeasedLimiter::Resolve(
     std::string_view key) {

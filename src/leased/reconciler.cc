@@ -179,6 +179,7 @@ void Reconciler::Step() {
   deferred_.clear();
   while (LeaseEntry* e = requests_.TryPop()) want_.push_back(e);
   book_->Expire(now, &calls, &want_);
+  book_->SweepSlices(now);
 
   // A key caught with a negative balance is retried on the next step, and
   // the ReturnAll waiter keeps waiting for it (within its deadline).

@@ -179,6 +179,8 @@ const std::vector<Flag>& Flags() {
             "leased mode: LeaseOptions::local_share (of the burst)"),
       Field("charge_delay_ms", &O::charge_delay_ms, {0, 3.6e6},
             "leased mode: LeaseOptions::charge_delay in ms, <= lease_ttl"),
+      Field("slice_threshold", &O::slice_threshold, {0, 1e12},
+            "leased mode: LeaseOptions::slice_threshold (tokens; 0: never)"),
       Choice("algorithm", &O::algorithm, kAlgorithms,
              "--mode=local's algorithm (the others use token_bucket)"),
       Choice("failure_mode", &O::failure_mode, kFailureModes,

@@ -51,6 +51,7 @@ LeaseOptions MakeLeaseOptions(const DemoOptions& o) {
   l.min_batch = std::min(l.min_batch, l.lease_ttl);
   l.idle_evict = std::max(absl::Milliseconds(o.idle_evict_ms), 2 * l.lease_ttl);
   l.max_lease_fraction = o.max_lease_fraction;
+  l.slice_threshold = static_cast<int64_t>(o.slice_threshold);
   l.cold_key_policy = o.cold_key_policy;
   l.local_share = o.local_share;
   l.charge_delay = absl::Milliseconds(o.charge_delay_ms);

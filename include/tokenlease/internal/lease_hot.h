@@ -11,13 +11,51 @@
 
 namespace tokenlease::internal {
 
+// One thread's slice of a hot key's lease (docs/design.md, "Hot keys:
+// per-thread slices"). Only its owner (the thread whose slice index it is)
+// decides from it, with plain loads and stores inside a critical section
+// marked by `busy`; the reconciler takes its tokens only after setting
+// `revoked` and a process-wide memory barrier (membarrier), so the owner
+// needs no locked instruction and a token is never spent twice. Each slice
+// has its own cache line.
+struct alignas(64) LeaseSlice {
+  // Tokens of the instance's lease held by this slice.
+  std::atomic<int64_t> tokens{0};
+  // How many tokens the owner's next refill takes from the key's balance
+  // (grows while the owner keeps refilling; reset when the slice idles).
+  std::atomic<int64_t> chunk{1};
+  // 1 while the owner is inside its critical section.
+  std::atomic<uint32_t> busy{0};
+  // 1 while the reconciler takes (or has taken) the tokens: the owner
+  // decides from the key's balance instead.
+  std::atomic<uint32_t> revoked{0};
+};
+
+// A hot key's slices, one per thread slice index below `count`.
+struct LeaseSlices {
+  uint32_t count = 0;
+  // The largest refill chunk (set by the reconciler from the lease size and
+  // the number of active slices). relaxed: a size hint.
+  std::atomic<int64_t> chunk_cap{1};
+  LeaseSlice* slice = nullptr;  // `count` of them
+};
+
+// The calling thread's slice index plus one (0: none claimed yet).
+// Initial-exec: one fs-relative load, as tls_decision_counts.
+inline constinit thread_local uint32_t tls_lease_slice
+    __attribute__((tls_model("initial-exec"))) = 0;
+
 // The part of a leased key the inline decision path touches (the rest is
 // in src/leased/lease_entry.h, which derives from it).
 struct LeaseHot {
-  // Tokens this instance may still spend; see docs/design.md.
+  // Tokens this instance may still spend; see docs/design.md. For a key
+  // with slices, the part of the lease no slice holds.
   std::atomic<int64_t> balance{0};
   // A refill is asked for below this.
   std::atomic<int64_t> low_water{1};
+  // Set once by the reconciler when the key becomes hot (never reset while
+  // the key lives). acquire on load: the slices' fields are visible.
+  std::atomic<LeaseSlices*> slices{nullptr};
 };
 
 // The decision for a request paid from the lease, `remaining` tokens left.

@@ -1,0 +1,321 @@
+#include "leased/lease_slices.h"
+
+#include <linux/membarrier.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <mutex>
+#include <thread>
+
+namespace tokenlease::internal {
+namespace {
+
+// --- Thread slice indices ----------------------------------------------------
+
+struct SliceIndices {
+  std::mutex mu;
+  std::vector<bool> used;  // guarded by mu
+};
+
+SliceIndices& Indices() {
+  // Never destroyed: threads may exit during static destruction.
+  static SliceIndices* const indices = new SliceIndices;
+  return *indices;
+}
+
+// Set once this thread gave its index back at exit: later decisions (made
+// in other thread_locals' destructors) use the balance.
+thread_local bool tls_slice_exited = false;
+
+// Gives the thread's index back when it exits. The registry's mutex orders
+// the exiting owner's last section before the next owner's first.
+struct SliceOwner {
+  bool registered = false;  // written at the claim: registers the destructor
+  ~SliceOwner() {
+    const uint32_t index = tls_lease_slice;
+    if (index == 0) return;
+    SliceIndices& r = Indices();
+    std::lock_guard<std::mutex> lock(r.mu);
+    r.used[index - 1] = false;
+    tls_lease_slice = 0;
+    tls_slice_exited = true;
+  }
+};
+thread_local SliceOwner tls_slice_owner;
+
+// --- The heavy side of the barrier pair
+// ----------------------------------------
+
+long Membarrier(int cmd) { return syscall(__NR_membarrier, cmd, 0, 0); }
+
+bool RegisterMembarrier() {
+  const long cmds = Membarrier(MEMBARRIER_CMD_QUERY);
+  if (cmds < 0 || !(cmds & MEMBARRIER_CMD_PRIVATE_EXPEDITED)) return false;
+  return Membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED) == 0;
+}
+
+// Every running thread of the process passes a full memory barrier before
+// this returns (threads not running passed one when they were switched
+// out).
+void HeavyBarrier() { Membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED); }
+
+// Waits (bounded) for the owner of `slice` to leave its critical section;
+// after HeavyBarrier, a section that began later sees `revoked` and leaves
+// without touching the tokens. acquire: the section's stores (tokens) are
+// visible once busy reads 0 (its release store).
+bool WaitNotBusy(const LeaseSlice& slice) {
+  // A section is a few instructions; only a preempted owner stays longer.
+  for (int i = 0; i < 4096; ++i) {
+    if (slice.busy.load(std::memory_order_acquire) == 0) return true;
+    if (i >= 64) std::this_thread::yield();
+  }
+  return slice.busy.load(std::memory_order_acquire) == 0;
+}
+
+uint32_t AutomaticCount() {
+  const uint32_t cpus = std::max(1u, std::thread::hardware_concurrency());
+  return std::clamp<uint32_t>(4 * cpus, 16, 256);
+}
+
+}  // namespace
+
+uint32_t ClaimLeaseSlice() {
+  if (tls_lease_slice != 0 || tls_slice_exited) return tls_lease_slice;
+  SliceIndices& r = Indices();
+  std::lock_guard<std::mutex> lock(r.mu);
+  const auto it = std::find(r.used.begin(), r.used.end(), false);
+  const size_t index = static_cast<size_t>(it - r.used.begin());
+  if (it == r.used.end()) {
+    r.used.push_back(true);
+  } else {
+    *it = true;
+  }
+  tls_lease_slice = static_cast<uint32_t>(index + 1);
+  // The first use of the thread_local registers its destructor.
+  tls_slice_owner.registered = true;
+  return tls_lease_slice;
+}
+
+bool SlicesSupported() {
+  static const bool supported = RegisterMembarrier();
+  return supported;
+}
+
+SliceRefill RefillSlice(LeaseHot* e, LeaseSlices* s, int64_t cost,
+                        int64_t* remaining, bool* below_low_water) {
+  *below_low_water = false;
+  uint32_t index = tls_lease_slice;
+  if (index == 0) index = ClaimLeaseSlice();
+  if (index == 0 || index > s->count) return SliceRefill::kNoSlice;
+  LeaseSlice& slice = s->slice[index - 1];
+  // The owner's critical section (lease_slices.h): relaxed accesses kept in
+  // order by compiler fences; the slicer's membarrier supplies the rest.
+  slice.busy.store(1, std::memory_order_relaxed);
+  std::atomic_signal_fence(std::memory_order_seq_cst);
+  // acquire: after a Reopen, the slicer's exchange of the tokens is seen.
+  if (slice.revoked.load(std::memory_order_acquire)) {
+    slice.busy.store(0, std::memory_order_release);
+    return SliceRefill::kNoSlice;
+  }
+  const int64_t held = slice.tokens.load(std::memory_order_relaxed);
+  SliceRefill result = SliceRefill::kAdmitted;
+  if (held >= cost) {
+    slice.tokens.store(held - cost, std::memory_order_relaxed);
+    *remaining = held - cost;
+  } else {
+    // relaxed (chunk, chunk_cap): size hints. relaxed (balance): a count of
+    // tokens, as on the handle path; a take that finds too few gives the
+    // shortfall back, and others meanwhile see fewer tokens, never more.
+    const int64_t cap =
+        std::max(cost, s->chunk_cap.load(std::memory_order_relaxed));
+    const int64_t chunk = std::clamp<int64_t>(
+        slice.chunk.load(std::memory_order_relaxed), 1, cap);
+    const int64_t want = std::max(chunk, cost - held);
+    const int64_t old = e->balance.fetch_sub(want, std::memory_order_relaxed);
+    const int64_t got = std::clamp<int64_t>(old, 0, want);
+    if (got < want) e->balance.fetch_add(want - got, std::memory_order_relaxed);
+    *below_low_water = old - got < e->low_water.load(std::memory_order_relaxed);
+    if (held + got >= cost) {
+      slice.tokens.store(held + got - cost, std::memory_order_relaxed);
+      *remaining = held + got - cost;
+      slice.chunk.store(std::min(2 * want, cap), std::memory_order_relaxed);
+    } else {
+      slice.tokens.store(held + got, std::memory_order_relaxed);
+      result = SliceRefill::kShort;
+    }
+  }
+  // release: the tokens' store is visible to a slicer that reads busy = 0.
+  slice.busy.store(0, std::memory_order_release);
+  return result;
+}
+
+// --- LeaseSlicer
+// ---------------------------------------------------------------
+
+struct LeaseSlicer::Key {
+  LeaseEntry* entry = nullptr;
+  LeaseSlices slices;
+  std::unique_ptr<LeaseSlice[]> storage;
+  int64_t lease_size = 0;
+  int active = 1;  // slices whose tokens changed at the last sweep (>= 1)
+  // The sweep's view of each slice: its tokens when last seen, and since
+  // when they have not changed.
+  std::vector<int64_t> seen;
+  std::vector<int64_t> unchanged_since;
+};
+
+LeaseSlicer::LeaseSlicer(int64_t threshold, uint32_t slices_per_key,
+                         int64_t idle_ns)
+    : threshold_(threshold),
+      count_(slices_per_key == 0 ? AutomaticCount() : slices_per_key),
+      idle_ns_(idle_ns) {}
+
+LeaseSlicer::~LeaseSlicer() = default;
+
+LeaseSlicer::Key* LeaseSlicer::Find(const LeaseEntry* e) const {
+  const int32_t i = e->record.slice_index;
+  return i < 0 ? nullptr : keys_[static_cast<size_t>(i)].get();
+}
+
+void LeaseSlicer::OnGrant(LeaseEntry* e, int64_t lease_size) {
+  Key* k = Find(e);
+  if (k == nullptr) {
+    if (threshold_ <= 0 || lease_size < threshold_ || !SlicesSupported()) {
+      return;
+    }
+    auto key = std::make_unique<Key>();
+    key->entry = e;
+    key->storage.reset(new LeaseSlice[count_]);
+    key->slices.count = count_;
+    key->slices.slice = key->storage.get();
+    key->seen.assign(count_, 0);
+    key->unchanged_since.assign(count_, 0);
+    k = key.get();
+    e->record.slice_index = static_cast<int32_t>(keys_.size());
+    keys_.push_back(std::move(key));
+  }
+  k->lease_size = lease_size;
+  SizeChunks(k);
+  if (e->slices.load(std::memory_order_relaxed) == nullptr) {
+    // release: the slices are built before a decision can find them.
+    e->slices.store(&k->slices, std::memory_order_release);
+  }
+}
+
+void LeaseSlicer::SizeChunks(Key* k) {
+  // A quarter of the lease spread over the active slices: the balance
+  // keeps most of the lease for the slices that refill next, and a slice
+  // holds less the more threads share the key. relaxed: a size hint.
+  k->slices.chunk_cap.store(
+      std::max<int64_t>(1, k->lease_size / (4 * k->active)),
+      std::memory_order_relaxed);
+}
+
+bool LeaseSlicer::Close(LeaseEntry* e, int64_t* taken) {
+  Key* k = Find(e);
+  if (k == nullptr) return true;
+  LeaseSlice* slice = k->slices.slice;
+  for (uint32_t i = 0; i < count_; ++i) {
+    // relaxed: HeavyBarrier orders it before the busy checks below.
+    slice[i].revoked.store(1, std::memory_order_relaxed);
+  }
+  HeavyBarrier();
+  for (uint32_t i = 0; i < count_; ++i) {
+    if (!WaitNotBusy(slice[i])) {
+      Reopen(e);
+      return false;
+    }
+  }
+  int64_t sum = 0;
+  for (uint32_t i = 0; i < count_; ++i) {
+    // relaxed: no owner touches a revoked slice; Reopen's release store
+    // publishes the zero to the next section.
+    sum += slice[i].tokens.exchange(0, std::memory_order_relaxed);
+    slice[i].chunk.store(1, std::memory_order_relaxed);
+    k->seen[i] = 0;
+  }
+  *taken += sum;
+  return true;
+}
+
+void LeaseSlicer::Reopen(LeaseEntry* e) {
+  Key* k = Find(e);
+  if (k == nullptr) return;
+  for (uint32_t i = 0; i < count_; ++i) {
+    // release: pairs with the owner's acquire load of revoked.
+    k->slices.slice[i].revoked.store(0, std::memory_order_release);
+  }
+}
+
+void LeaseSlicer::Sweep(int64_t now) {
+  // The idle slices of every key, revoked together behind one barrier.
+  struct Idle {
+    Key* key;
+    uint32_t index;
+  };
+  std::vector<Idle> idle;
+  for (const std::unique_ptr<Key>& k : keys_) {
+    int active = 0;
+    for (uint32_t i = 0; i < count_; ++i) {
+      LeaseSlice& slice = k->slices.slice[i];
+      // relaxed: a snapshot; a stale value only delays the return.
+      const int64_t tokens = slice.tokens.load(std::memory_order_relaxed);
+      if (tokens != k->seen[i]) {
+        k->seen[i] = tokens;
+        k->unchanged_since[i] = now;
+        ++active;
+      } else if (tokens != 0 && now - k->unchanged_since[i] >= idle_ns_) {
+        slice.revoked.store(1, std::memory_order_relaxed);  // see Close
+        idle.push_back({k.get(), i});
+      }
+    }
+    k->active = std::max(active, 1);
+    SizeChunks(k.get());
+  }
+  if (idle.empty()) return;
+  HeavyBarrier();
+  for (const Idle& x : idle) {
+    LeaseSlice& slice = x.key->slices.slice[x.index];
+    if (WaitNotBusy(slice)) {
+      // relaxed (exchange): as in Close. relaxed (balance): a count of
+      // tokens; they move from the slice to the balance, never both.
+      const int64_t tokens =
+          slice.tokens.exchange(0, std::memory_order_relaxed);
+      x.key->entry->balance.fetch_add(tokens, std::memory_order_relaxed);
+      slice.chunk.store(1, std::memory_order_relaxed);
+      x.key->seen[x.index] = 0;
+    }
+    // release: as in Reopen.
+    slice.revoked.store(0, std::memory_order_release);
+  }
+}
+
+void LeaseSlicer::Forget(LeaseEntry* e) {
+  const int32_t i = e->record.slice_index;
+  if (i < 0) return;
+  const size_t last = keys_.size() - 1;
+  if (static_cast<size_t>(i) != last) {
+    keys_[static_cast<size_t>(i)] = std::move(keys_[last]);
+    keys_[static_cast<size_t>(i)]->entry->record.slice_index = i;
+  }
+  keys_.pop_back();
+  e->record.slice_index = -1;
+  e->slices.store(nullptr, std::memory_order_relaxed);  // relaxed: unreachable
+}
+
+int64_t LeaseSlicer::Held(const LeaseEntry* e) {
+  // acquire: see LeaseHot::slices.
+  const LeaseSlices* s = e->slices.load(std::memory_order_acquire);
+  if (s == nullptr) return 0;
+  int64_t sum = 0;
+  for (uint32_t i = 0; i < s->count; ++i) {
+    // relaxed: a snapshot.
+    sum += s->slice[i].tokens.load(std::memory_order_relaxed);
+  }
+  return sum;
+}
+
+}  // namespace tokenlease::internal

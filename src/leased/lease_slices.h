@@ -1,0 +1,113 @@
+// Per-thread slices of a hot key's lease (docs/design.md, "Hot keys:
+// per-thread slices"). A key whose adaptive lease reaches
+// LeaseOptions::slice_threshold tokens gets one slice per thread slice
+// index (tokenlease/internal/lease_hot.h); each thread then decides from
+// its own cache line, with no locked instruction, and refills its slice
+// from the key's balance with one fetch_sub. The slicer is the book's side:
+// it creates the slices, sizes their refills, takes their tokens back when
+// the lease ends (Close) or when a slice idles (Sweep), and frees them.
+//
+// The owner's critical section (busy = 1, check revoked, read and write
+// tokens, busy = 0) uses relaxed stores and loads; the slicer's side sets
+// `revoked`, runs a process-wide memory barrier (membarrier(2),
+// MEMBARRIER_CMD_PRIVATE_EXPEDITED), then waits for `busy` to be 0 before
+// it touches `tokens`. The barrier makes the pair a Dekker handshake
+// without a fence on the owner's side: either the owner's section saw
+// `revoked`, or the slicer sees it in progress (or finished, with its
+// stores visible). Without membarrier (old kernels, some seccomp
+// profiles) no key gets slices.
+//
+// Single-threaded (the reconciler's), except ClaimLeaseSlice and
+// RefillSlice (deciding threads).
+#ifndef TOKENLEASE_SRC_LEASED_LEASE_SLICES_H_
+#define TOKENLEASE_SRC_LEASED_LEASE_SLICES_H_
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "leased/lease_entry.h"
+#include "tokenlease/internal/lease_hot.h"
+
+namespace tokenlease::internal {
+
+// The calling thread's slice index plus one, claimed on its first call
+// (the lowest index no live thread holds; given back when the thread
+// exits). Sets tls_lease_slice.
+uint32_t ClaimLeaseSlice();
+
+// True if this process can use slices (membarrier is available and
+// registered; checked once).
+bool SlicesSupported();
+
+// The result of a refill of the calling thread's slice.
+enum class SliceRefill : uint8_t {
+  kAdmitted,  // `cost` taken; *remaining is what the slice holds now
+  kShort,     // the slice and the balance together hold less than `cost`
+  kNoSlice,   // no slice for this thread (index beyond count, or revoked):
+              // decide from the balance
+};
+
+// The decision path's slice step for a cost the thread's slice could not
+// pay inline: takes max(cost - held, chunk) tokens from the key's balance
+// with one fetch_sub (giving back what it lacked), and pays `cost` from
+// the slice. `*below_low_water`: the balance fell below its low-water mark
+// (ask for a refill). Any thread; at most one thread per slice index.
+SliceRefill RefillSlice(LeaseHot* e, LeaseSlices* s, int64_t cost,
+                        int64_t* remaining, bool* below_low_water);
+
+// The reconciler's side of every key's slices.
+class LeaseSlicer {
+ public:
+  // `threshold`: a key gets slices when its lease size reaches it (0:
+  // never). `slices_per_key`: 0 for the automatic count (4 per CPU, 16 ..
+  // 256). `idle_ns`: a slice whose tokens did not change for this long
+  // goes back to the key's balance.
+  LeaseSlicer(int64_t threshold, uint32_t slices_per_key, int64_t idle_ns);
+  ~LeaseSlicer();
+  LeaseSlicer(const LeaseSlicer&) = delete;
+  LeaseSlicer& operator=(const LeaseSlicer&) = delete;
+
+  // `e` was granted a lease; the key's lease size is now `lease_size`:
+  // gives the key slices once it reaches the threshold, and sizes the
+  // largest refill chunk.
+  void OnGrant(LeaseEntry* e, int64_t lease_size);
+
+  // Takes every token `e`'s slices hold (adds them to *taken) and leaves
+  // the slices revoked: the owners decide from the balance until Reopen.
+  // False if an owner stayed inside its critical section (it was
+  // preempted there): nothing is taken, the slices are open again; retry
+  // at a later step.
+  bool Close(LeaseEntry* e, int64_t* taken);
+  // Lets the owners decide from their slices again (after Close).
+  void Reopen(LeaseEntry* e);
+
+  // At each step: slices whose tokens did not change for idle_ns give them
+  // back to the key's balance (and their refill size starts small again),
+  // and each key's chunk cap follows its number of active slices.
+  void Sweep(int64_t now);
+
+  // `e` is about to be freed (no decision can reach it): frees its slices.
+  void Forget(LeaseEntry* e);
+
+  // Tokens held by `e`'s slices (a snapshot; 0 without slices). Any
+  // thread.
+  static int64_t Held(const LeaseEntry* e);
+
+  uint32_t slices_per_key() const { return count_; }
+  size_t sliced_keys() const { return keys_.size(); }
+
+ private:
+  struct Key;  // one sliced key's slices and the sweep's view of them
+  Key* Find(const LeaseEntry* e) const;
+  static void SizeChunks(Key* k);
+
+  const int64_t threshold_;
+  const uint32_t count_;
+  const int64_t idle_ns_;
+  std::vector<std::unique_ptr<Key>> keys_;  // LeaseRecord::slice_index
+};
+
+}  // namespace tokenlease::internal
+
+#endif  // TOKENLEASE_SRC_LEASED_LEASE_SLICES_H_

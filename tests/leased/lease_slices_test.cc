@@ -1,0 +1,190 @@
+// Per-thread slices of a hot key (src/leased/lease_slices.h) without a
+// server: deciding threads refill their slices from the key's balance while
+// the test, as the reconciler, takes the slices back (lease ends, idle
+// slices) and grants more. Every token is counted: each is admitted once or
+// taken back once, never both, never neither.
+#include "leased/lease_slices.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <thread>
+#include <vector>
+
+#include "leased/lease_entry.h"
+
+namespace tokenlease::internal {
+namespace {
+
+constexpr int64_t kMs = 1'000'000;
+
+// One decision on `e` for `cost` as the decision path makes it: from the
+// thread's slice (refilled from the balance), else from the balance.
+bool Decide(LeaseEntry* e, int64_t cost) {
+  LeaseSlices* s = e->slices.load(std::memory_order_acquire);
+  int64_t remaining = 0;
+  bool low = false;
+  if (s != nullptr) {
+    switch (RefillSlice(e, s, cost, &remaining, &low)) {
+      case SliceRefill::kAdmitted:
+        return true;
+      case SliceRefill::kShort:
+        return false;
+      case SliceRefill::kNoSlice:
+        break;
+    }
+  }
+  const int64_t old = e->balance.fetch_sub(cost, std::memory_order_relaxed);
+  if (old >= cost) return true;
+  e->balance.fetch_add(cost, std::memory_order_relaxed);
+  return false;
+}
+
+TEST(LeaseSlicesTest, AnExitedThreadsIndexIsReused) {
+  uint32_t first = 0, second = 0;
+  std::thread([&] { first = ClaimLeaseSlice(); }).join();
+  std::thread([&] { second = ClaimLeaseSlice(); }).join();
+  EXPECT_GT(first, 0u);
+  EXPECT_EQ(second, first);
+  // A thread keeps its index.
+  const uint32_t mine = ClaimLeaseSlice();
+  EXPECT_EQ(ClaimLeaseSlice(), mine);
+  EXPECT_EQ(tls_lease_slice, mine);
+}
+
+TEST(LeaseSlicesTest, AKeyGetsSlicesOnlyFromTheThreshold) {
+  if (!SlicesSupported()) GTEST_SKIP() << "membarrier(2) is not available";
+  LeaseSlicer slicer(/*threshold=*/1000, /*slices_per_key=*/4, 20 * kMs);
+  LeaseEntry e("k");
+  slicer.OnGrant(&e, 999);
+  EXPECT_EQ(e.slices.load(), nullptr);
+  slicer.OnGrant(&e, 1000);
+  ASSERT_NE(e.slices.load(), nullptr);
+  EXPECT_EQ(e.slices.load()->count, 4u);
+  EXPECT_EQ(slicer.sliced_keys(), 1u);
+  slicer.Forget(&e);
+  EXPECT_EQ(e.slices.load(), nullptr);
+  EXPECT_EQ(slicer.sliced_keys(), 0u);
+
+  LeaseSlicer never(/*threshold=*/0, 4, 20 * kMs);
+  LeaseEntry f("f");
+  never.OnGrant(&f, int64_t{1} << 40);
+  EXPECT_EQ(f.slices.load(), nullptr);
+}
+
+TEST(LeaseSlicesTest, AnIdleThreadsSliceReturnsToTheBalance) {
+  if (!SlicesSupported()) GTEST_SKIP() << "membarrier(2) is not available";
+  LeaseSlicer slicer(/*threshold=*/64, /*slices_per_key=*/0, 20 * kMs);
+  LeaseEntry e("k");
+  e.balance.store(10'000);
+  slicer.OnGrant(&e, 10'000);
+  // A thread decides a few times (its slice fills with a chunk), then
+  // stops deciding but lives on.
+  std::atomic<bool> done{false}, leave{false};
+  std::thread t([&] {
+    for (int i = 0; i < 20; ++i) ASSERT_TRUE(Decide(&e, 1));
+    done.store(true);
+    while (!leave.load()) std::this_thread::yield();
+  });
+  while (!done.load()) std::this_thread::yield();
+  const int64_t held = LeaseSlicer::Held(&e);
+  EXPECT_GT(held, 0);
+  EXPECT_EQ(e.balance.load() + held, 10'000 - 20);
+  int64_t now = 0;
+  slicer.Sweep(now);  // sees the tokens
+  slicer.Sweep(now += 19 * kMs);
+  EXPECT_EQ(LeaseSlicer::Held(&e), held) << "returned before slice_idle";
+  slicer.Sweep(now += 1 * kMs);
+  EXPECT_EQ(LeaseSlicer::Held(&e), 0);
+  EXPECT_EQ(e.balance.load(), 10'000 - 20);
+  leave.store(true);
+  t.join();
+  slicer.Forget(&e);
+}
+
+TEST(LeaseSlicesTest, CloseTakesEverySliceAndTheOwnersUseTheBalance) {
+  if (!SlicesSupported()) GTEST_SKIP() << "membarrier(2) is not available";
+  LeaseSlicer slicer(/*threshold=*/64, /*slices_per_key=*/0, 20 * kMs);
+  LeaseEntry e("k");
+  e.balance.store(1'000);
+  slicer.OnGrant(&e, 1'000);
+  // Refills of 1, then 2 tokens: the slice holds one.
+  ASSERT_TRUE(Decide(&e, 1));
+  ASSERT_TRUE(Decide(&e, 1));
+  const int64_t held = LeaseSlicer::Held(&e);
+  EXPECT_EQ(held, 1);
+  int64_t taken = 0;
+  ASSERT_TRUE(slicer.Close(&e, &taken));
+  EXPECT_EQ(taken, held);
+  EXPECT_EQ(LeaseSlicer::Held(&e), 0);
+  // Revoked: the owner decides from the balance and fills no slice.
+  ASSERT_TRUE(Decide(&e, 1));
+  EXPECT_EQ(LeaseSlicer::Held(&e), 0);
+  EXPECT_EQ(e.balance.load(), 1'000 - 3 - taken);
+  slicer.Reopen(&e);
+  ASSERT_TRUE(Decide(&e, 1));
+  ASSERT_TRUE(Decide(&e, 1));
+  EXPECT_EQ(LeaseSlicer::Held(&e), 1);
+  slicer.Forget(&e);
+}
+
+// The stress: threads decide with costs 1, 2 and 5 while the test ends
+// leases (Close, then take the balance), sweeps idle slices with a manual
+// clock, and grants again. At the end every token granted was admitted or
+// taken back exactly once.
+TEST(LeaseSlicesTest, TokensAreNeverSpentTwiceUnderRacingTakeBacks) {
+  if (!SlicesSupported()) GTEST_SKIP() << "membarrier(2) is not available";
+  constexpr int kThreads = 6;  // more than cores: owners get preempted
+  constexpr int64_t kGrant = 5'000;
+  constexpr int kGrants = 100;
+  LeaseSlicer slicer(/*threshold=*/64, /*slices_per_key=*/4, 2 * kMs);
+  LeaseEntry e("k");
+  std::atomic<bool> stop{false};
+  std::atomic<int64_t> admitted{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      const int64_t cost = t % 3 == 0 ? 1 : t % 3 == 1 ? 2 : 5;
+      int64_t mine = 0;
+      while (!stop.load(std::memory_order_relaxed)) {
+        if (Decide(&e, cost)) mine += cost;
+        // Some threads pause now and then, so that their slices idle.
+        if (t >= 4 && mine % 1000 < cost) std::this_thread::yield();
+      }
+      admitted.fetch_add(mine);
+    });
+  }
+  int64_t granted = 0, taken_back = 0, now = 0;
+  for (int g = 0; g < kGrants; ++g) {
+    e.balance.fetch_add(kGrant);
+    granted += kGrant;
+    slicer.OnGrant(&e, kGrant);
+    std::this_thread::yield();
+    slicer.Sweep(now += kMs);
+    if (g % 4 == 3) {  // a lease ends: slices first, then the balance
+      int64_t taken = 0;
+      if (!slicer.Close(&e, &taken)) continue;
+      int64_t left = e.balance.load();
+      while (left > 0 && !e.balance.compare_exchange_weak(left, 0)) {
+      }
+      if (left < 0) {  // a failed subtraction's add-back is on its way
+        e.balance.fetch_add(taken);
+        slicer.Reopen(&e);
+        continue;
+      }
+      taken_back += taken + left;
+      slicer.Reopen(&e);
+    }
+  }
+  stop.store(true);
+  for (std::thread& t : threads) t.join();
+  int64_t taken = 0;
+  ASSERT_TRUE(slicer.Close(&e, &taken));
+  taken_back += taken + e.balance.exchange(0);
+  EXPECT_EQ(admitted.load() + taken_back, granted);
+  EXPECT_GT(admitted.load(), 0);
+  slicer.Forget(&e);
+}
+
+}  // namespace
+}  // namespace tokenlease::internal

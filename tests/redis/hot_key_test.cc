@@ -1,0 +1,217 @@
+// A hot key's per-thread slices (LeaseOptions::slice_threshold) against a
+// real redis-server: threads through handles and by name drain one key
+// while leases end and idle slices go back; Redis counts exactly what was
+// admitted. The limiter's clock is a ManualClock the test moves (lease
+// expiry, slice_idle); Redis's clock is real, and the limits here never
+// refill during a test (an hour-long window starting now).
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <functional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "testing/redis_test.h"
+#include "testing/specs.h"
+#include "tokenlease/direct.h"
+#include "tokenlease/leased.h"
+
+namespace tokenlease {
+namespace {
+
+using ::tokenlease::testing::AnchoredAt;
+
+constexpr absl::Duration kSyncBound = absl::Seconds(20);
+
+class HotKeyTest : public tokenlease::testing::RedisTest {
+ protected:
+  std::unique_ptr<LeasedLimiter> Make(const LimitSpec& spec,
+                                      const LeaseOptions& lease, Clock* clock) {
+    LeasedLimiterOptions options;
+    options.connection = NewConnection();
+    options.key_prefix = prefix();
+    options.lease = lease;
+    options.clock = clock;
+    auto limiter = LeasedLimiter::Create(spec, options);
+    EXPECT_TRUE(limiter.ok()) << limiter.status();
+    return limiter.ok() ? *std::move(limiter) : nullptr;
+  }
+
+  // What Redis says is left of `key` (a cost-0 direct call).
+  int64_t RedisRemaining(const LimitSpec& spec, const std::string& key) {
+    DirectLimiterOptions options;
+    options.connection = NewConnection();
+    options.key_prefix = prefix();
+    auto direct = DirectLimiter::Create(spec, options);
+    EXPECT_TRUE(direct.ok()) << direct.status();
+    if (!direct.ok()) return -1;
+    const Decision d = (*direct)->TryAcquire(key, 0, absl::Seconds(5));
+    EXPECT_EQ(d.source, DecisionSource::kDirect);
+    return d.remaining;
+  }
+
+  // Options that give a key slices as soon as its lease reaches 64 tokens.
+  static LeaseOptions Sliced() {
+    LeaseOptions lease;
+    lease.slice_threshold = 64;
+    lease.slices_per_key = 4;  // and fewer than the threads below
+    lease.cold_key_policy = ColdKeyPolicy::kDeny;
+    lease.slice_idle = absl::Milliseconds(4);
+    return lease;
+  }
+};
+
+// `threads` threads decide on "hot" (half through their own handle copy,
+// half by name; costs 1 and 3) until Redis has refused once, while
+// `between_syncs` runs on this thread before each Sync. Returns what was
+// admitted, everything spent to the last token.
+// `settle` runs after the threads stopped, before this thread spends what
+// is left.
+int64_t Drain(
+    LeasedLimiter& limiter, int threads,
+    const std::function<void()>& between_syncs,
+    const std::function<void()>& settle = [] {}) {
+  auto h = limiter.Resolve("hot");
+  EXPECT_TRUE(h.ok()) << h.status();
+  std::atomic<bool> stop{false};
+  std::atomic<int64_t> admitted{0};
+  std::vector<std::thread> pool;
+  for (int t = 0; t < threads; ++t) {
+    pool.emplace_back([&, t, handle = *h] {
+      const int64_t cost = t % 2 == 0 ? 1 : 3;
+      int64_t mine = 0;
+      while (!stop.load(std::memory_order_relaxed)) {
+        const Decision d = t < threads / 2 ? limiter.TryAcquire(handle, cost)
+                                           : limiter.TryAcquire("hot", cost);
+        if (d.allowed) mine += cost;
+      }
+      admitted.fetch_add(mine);
+    });
+  }
+  const absl::Time deadline = absl::Now() + kSyncBound;
+  while (limiter.stats().lease.denied_by_redis == 0 && absl::Now() < deadline) {
+    between_syncs();
+    const absl::Status s = limiter.Sync(kSyncBound);
+    EXPECT_TRUE(s.ok()) << s;
+  }
+  EXPECT_GE(limiter.stats().lease.denied_by_redis, 1u);
+  stop.store(true);
+  for (std::thread& t : pool) t.join();
+  settle();
+  // What the slices and the balance still hold, spent here.
+  while (limiter.TryAcquire(*h, 1).allowed) admitted.fetch_add(1);
+  return admitted.load();
+}
+
+TEST_F(HotKeyTest, SlicedKeyAdmitsExactlyTheLimitAcrossThreads) {
+  constexpr int64_t kLimit = 200'000;
+  const LimitSpec spec =
+      AnchoredAt(LimitSpec::FixedWindow(kLimit, absl::Hours(1)), absl::Now());
+  // A clock that only moves at the end: no lease expires (leftovers merged
+  // through two refills would be dropped, by design).
+  ManualClock clock(absl::Now());
+  auto limiter = Make(spec, Sliced(), &clock);
+  // The stopped threads' slices idle out into the balance (two steps past
+  // slice_idle), so that this thread can spend them: a lease returned while
+  // slices hold tokens of two grants ago drops those (as it drops any
+  // leftover merged through two refills).
+  const int64_t admitted = Drain(
+      *limiter, 6, [] {},
+      [&] {
+        for (int i = 0; i < 2; ++i) {
+          clock.Advance(absl::Milliseconds(5));
+          ASSERT_TRUE(limiter->Sync(kSyncBound).ok());
+        }
+      });
+  auto info = limiter->Inspect("hot");
+  ASSERT_TRUE(info.ok()) << info.status();
+  EXPECT_TRUE(info->sliced);
+  ASSERT_TRUE(limiter->ReturnAll(kSyncBound).ok());
+  EXPECT_EQ(limiter->stats().lease.held_tokens, 0);
+  EXPECT_LE(admitted, kLimit);
+  EXPECT_EQ(admitted + RedisRemaining(spec, "hot"), kLimit);
+  // Redis refuses only when less than the largest cost (3) is left.
+  EXPECT_GE(admitted, kLimit - 3 * 4);
+}
+
+TEST_F(HotKeyTest, SlicedKeyStaysWithinTheLimitWhileLeasesEndAndSlicesIdle) {
+  constexpr int64_t kLimit = 200'000;
+  const LimitSpec spec =
+      AnchoredAt(LimitSpec::FixedWindow(kLimit, absl::Hours(1)), absl::Now());
+  ManualClock clock(absl::Now());
+  LeaseOptions lease = Sliced();
+  lease.lease_ttl = absl::Milliseconds(10);
+  lease.idle_evict = absl::Milliseconds(20);
+  lease.charge_delay = absl::Milliseconds(5);
+  auto limiter = Make(spec, lease, &clock);
+  // Each round moves the limiter's clock by 3 ms: a lease ends every few
+  // rounds (its slices taken back while threads decide from them), and
+  // slices of threads that lose the race for a while idle out.
+  const int64_t admitted =
+      Drain(*limiter, 6, [&] { clock.Advance(absl::Milliseconds(3)); });
+  ASSERT_TRUE(limiter->ReturnAll(kSyncBound).ok());
+  const SharedLimitStats s = limiter->stats();
+  EXPECT_EQ(s.lease.held_tokens, 0);
+  EXPECT_GE(s.lease.leases_expired, 1u);
+  EXPECT_LE(admitted, kLimit);
+  // Never more than Redis counted; what it counted beyond the admissions
+  // are leftovers dropped by design (merged through two refills).
+  EXPECT_LE(admitted + RedisRemaining(spec, "hot"), kLimit);
+  EXPECT_GE(admitted, kLimit * 9 / 10);
+}
+
+TEST_F(HotKeyTest, AnIdleThreadsSliceGoesBackToTheLease) {
+  const LimitSpec spec = AnchoredAt(
+      LimitSpec::FixedWindow(1'000'000, absl::Hours(1)), absl::Now());
+  ManualClock clock(absl::Now());
+  auto limiter = Make(spec, Sliced(), &clock);
+  auto h = limiter->Resolve("hot");
+  ASSERT_TRUE(h.ok());
+  // Until the key holds a lease large enough for slices.
+  for (int round = 0; round < 50 && !limiter->Inspect("hot")->sliced; ++round) {
+    for (int i = 0; i < 200; ++i) limiter->TryAcquire(*h);
+    ASSERT_TRUE(limiter->Sync(kSyncBound).ok());
+  }
+  ASSERT_TRUE(limiter->Inspect("hot")->sliced);
+  // Another thread decides a little and stays alive, idle (as this one).
+  std::atomic<bool> done{false}, leave{false};
+  std::thread idle([&, handle = *h] {
+    // Ten admissions (a denial waits for the refill it asked for).
+    int allowed = 0;
+    for (int i = 0; i < 1000 && allowed < 10; ++i) {
+      if (limiter->TryAcquire(handle).allowed) {
+        ++allowed;
+      } else {
+        EXPECT_TRUE(limiter->Sync(kSyncBound).ok());
+      }
+    }
+    EXPECT_EQ(allowed, 10);
+    done.store(true);
+    while (!leave.load()) std::this_thread::yield();
+  });
+  while (!done.load()) std::this_thread::yield();
+  const int64_t held = limiter->Inspect("hot")->sliced_tokens;
+  const int64_t balance = limiter->Inspect("hot")->balance;
+  const uint64_t granted = limiter->stats().lease.tokens_granted;
+  ASSERT_GT(held, 0);
+  // Two steps after slice_idle: the first sees the tokens, the second
+  // finds them unchanged for longer than slice_idle.
+  ASSERT_TRUE(limiter->Sync(kSyncBound).ok());
+  clock.Advance(absl::Milliseconds(5));
+  ASSERT_TRUE(limiter->Sync(kSyncBound).ok());
+  clock.Advance(absl::Milliseconds(5));
+  ASSERT_TRUE(limiter->Sync(kSyncBound).ok());
+  EXPECT_EQ(limiter->Inspect("hot")->sliced_tokens, 0);
+  // The tokens went back to the key's balance, not away (the balance also
+  // has what was granted meanwhile: prefetches asked for earlier).
+  EXPECT_EQ(limiter->Inspect("hot")->balance,
+            balance + static_cast<int64_t>(
+                          limiter->stats().lease.tokens_granted - granted));
+  leave.store(true);
+  idle.join();
+}
+
+}  // namespace
+}  // namespace tokenlease
