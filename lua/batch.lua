@@ -44,7 +44,10 @@
 --
 -- PERFORMANCE NOTES: see acquire.lua. Per item: no closure, the band
 -- tables reused (band i's state lives in bands[i], loaded again by each
--- item), one table (an acquire or charge item's reply).
+-- item), one table (an acquire or charge item's reply). A charge of a
+-- one-band GCRA limit (most charges: a token bucket's cold keys) takes
+-- fast_charge below: one command for a key without state, no pcall, no
+-- generic band code.
 
 local ERR = 'ERR tokenlease batch: '  -- prefix of the errors
 local N_ARG = 4  -- ARGV index of the band count
@@ -166,7 +169,78 @@ local function bad_arg(j, field, v, range)
           tostring(v) .. '; it must be an integer in ' .. range}
 end
 
+-- A GCRA charge item (one band: the token bucket's smooth refill) without
+-- acquire_item's generality: the key's state read and written by the
+-- fewest commands. No state: one, SET NX GET (the general path: GET, then
+-- SET); a state: two, that SET (writing nothing, reading it) and the SET
+-- of the new state, as the general path. Only where Redis takes NX and
+-- GET together (7.0 or later) and no empty_since was given (a key without
+-- state is then fresh). Its replies and writes are exactly the general
+-- path's (lib/acquire.lua load and charge, lib/state.lua write). A value
+-- it does not take as is (another spec's stamp, another type's error, a
+-- TAT far ahead, anything unusual) goes down the general path (nil),
+-- which takes the value SET returned instead of its GET (pre_state), so
+-- its checks and error replies stay as they are.
+local fast_charge
+if nb == 1 and bands[1].kind == 'gcra' and not empty_since and
+   (tonumber(redis.REDIS_VERSION_NUM) or 0) >= 0x070000 then
+  local b = bands[1]
+  local p, l, tol, stamp = b.p, b.l, b.tol, b.stamp
+  local ls = sformat('%d', l)
+  -- TTLs in ms as the strings SET takes (Redis would format a number
+  -- with '%.17g' on every call; charges of a call share a few TTLs).
+  local ttl_str = {}
+  -- The new state of debt d > 0 (units of 1/l us), as commit writes it:
+  -- the value and its TTL in ms (d <= 2^51 + p: '%d' is exact).
+  local function state_of(d)
+    local whole, frac = muldiv(d, 1, l)
+    local ms = dceil(dceil(d, l), 1000) + MARGIN_MS
+    local mss = ttl_str[ms]
+    if not mss then mss = sformat('%d', ms); ttl_str[ms] = mss end
+    return sformat('%d %d %d %s', now + whole, frac, l, stamp), mss
+  end
+  fast_charge = function(key)
+    -- Charge up to wanted within max_debt (lib/acquire.lua charge).
+    local cap = tol + max_debt * p
+    if cap > 2251799813685248 then cap = 2251799813685248 end
+    local take = dfloor(cap, p)  -- with no state: a debt of 0
+    if wanted < take then take = wanted end
+    if take <= 0 then return nil end  -- no write to try
+    local d = take * p
+    local str, ms = state_of(d)
+    local old = rpcall('SET', key, str, 'PX', ms, 'NX', 'GET')
+    if old ~= false then  -- a state (written: nothing), or an error reply
+      if type(old) ~= 'string' then return nil end
+      local t, f, z, st = smatch(old, '^(%d+) (%d+) (%d+) (%S+)$')
+      t, f = tonumber(t), tonumber(f)
+      if not t or z ~= ls or st ~= stamp or t >= 9007199254740992 or
+         f >= l then
+        pre_state = old
+        return nil
+      end
+      d = 0
+      if t >= now then
+        local tn = t - now
+        if tn * l >= 2251799813685248 then pre_state = old; return nil end
+        d = tn * l + f
+      end
+      take = 0
+      if d < cap then
+        take = dfloor(cap - d, p)
+        if wanted < take then take = wanted end
+      end
+      if take > 0 then
+        d = d + take * p
+        str, ms = state_of(d)
+        rcall('SET', key, str, 'PX', ms)
+      end
+    end
+    return {take, d <= tol and dfloor(tol - d, p) or 0, 0, dceil(d, l), now, 0}
+  end
+end
+
 -- The items, in order.
+local md_str, md_num = false, false  -- the last max_debt, as given and read
 local out, ko = {}, 1  -- the replies; key index of the item's first key
 ai = im + 1
 for j = 1, m do
@@ -203,13 +277,19 @@ for j = 1, m do
   elseif op == 'charge' then
     ai = ai + 3
     wanted = v1 == '1' and 1 or int_arg(v1, 0, 1125899906842624)
-    max_debt = v2 == '0' and 0 or int_arg(v2, 0, 1099511627776)
+    -- The charges of a call mostly share one max_debt (the burst).
+    if v2 == md_str then max_debt = md_num
+    else
+      max_debt = v2 == '0' and 0 or int_arg(v2, 0, 1099511627776)
+      md_str, md_num = v2, max_debt
+    end
     if not wanted then r = bad_arg(j, 'amount', v1, '[0, 1125899906842624]')
     elseif not max_debt then
       r = bad_arg(j, 'max_debt', v2, '[0, 1099511627776]')
     else
       W = 0; minimum = 0; charge = 1  -- as acquire.lua's charge=1
-      ok, r = pcall(acquire_item)
+      if fast_charge then r = fast_charge(bands[1].key) end
+      if not r then ok, r = pcall(acquire_item); pre_state = false end
     end
   else  -- release
     ai = ai + 3

@@ -8,6 +8,10 @@
 local tonumber = tonumber
 local rcall, rpcall = redis.call, redis.pcall
 local smatch, sformat = string.match, string.format
+-- A state value a call has already read with SET ... NX GET (batch.lua's
+-- charge of a key with no state, see there), taken by the next read of
+-- lib/state.lua instead of its GET; false when none.
+local pre_state = false
 
 --@part lease_key
 -- grant_key (a lease key) must be "<tag>:r:<lease_id>" with the tag of the

@@ -18,7 +18,8 @@
 -- stamp (b.stamp of the spec that wrote it, lib/band.lua) is checked and a
 -- state of another spec converted by the part restamp.
 local x, y, z
-local str = rpcall('GET', key)
+local str = pre_state  -- already read (lib/args.lua head), else GET it
+if str then pre_state = false else str = rpcall('GET', key) end
 if str then
   if str.err then  -- a string has no field err; an error reply does
     local want = 'string'

@@ -410,6 +410,110 @@ TEST_F(LuaBatchTest, RedisTimeIsReadOnceForTheWholeBatch) {
 }
 
 // ---------------------------------------------------------------------------
+// The GCRA charge of batch.lua (one smooth token bucket or GCRA band, no
+// empty_since): one SET NX GET for a key without state, else the general
+// path's commands. Whatever the key holds, the same replies, values and
+// TTLs as acquire.lua's charge.
+
+// The stamp ("g<p>/<l>") of `spec`'s band 0 as batch.lua writes it, read
+// back from a charge of 1 on a scratch key.
+std::string GcraStampOf(testing::SyncClient& client, const LimitSpec& spec) {
+  const Results r =
+      testing::ScriptBatch(client, spec, "stamp:", {Charge("x", 1, 0)}, kT0);
+  EXPECT_TRUE(r.size() == 1 && r[0].ok());
+  const std::string v = client.Run({"GET", "{stamp:x}:b0"}).str;
+  return v.substr(v.rfind(' ') + 1);
+}
+
+TEST_F(LuaBatchTest, GcraChargesOnAnyStateDoWhatTheGeneralPathDoes) {
+  // l = 1 (10 ms a token) and l = 3 (a token costs 1/3 s).
+  for (const LimitSpec& spec : {LimitSpec::TokenBucket(100, absl::Seconds(1)),
+                                LimitSpec::Gcra(3, absl::Seconds(1))}) {
+    for (const bool keys_in_argv : {false, true}) {
+      ASSERT_EQ(Run({"FLUSHALL"}).str, "OK");
+      const std::string stamp = GcraStampOf(client(), spec);
+      ASSERT_EQ(stamp[0], 'g') << stamp;
+      const int64_t now = kT0 + 5'000'000;
+      const std::string l = stamp.substr(stamp.find('/') + 1);
+      // The same state on both twins: name -> value ("" = none; "list" =
+      // a list).
+      const std::vector<std::pair<std::string, std::string>> states = {
+          {"none", ""},
+          {"none_zero", ""},
+          {"debt", absl::StrCat(now + 20'000, " 0 ", l, " ", stamp)},
+          {"debt_full", absl::StrCat(now + 2'000'000, " 0 ", l, " ", stamp)},
+          {"past", absl::StrCat(now - 3'000'000, " 0 ", l, " ", stamp)},
+          {"far",
+           absl::StrCat(now + 2251799813685248 + 7, " 0 ", l, " ", stamp)},
+          {"other_spec", absl::StrCat(now + 40'000, " 0 1 g5000/1")},
+          {"no_stamp", absl::StrCat(now + 30'000, " 0")},
+          {"other_l", absl::StrCat(now + 30'000, " 5 7 ", stamp)},
+          {"garbage", "garbage"},
+          {"list", "list"},
+      };
+      for (const std::string side : {"b", "s"}) {
+        for (const auto& [name, value] : states) {
+          const std::string key = absl::StrCat("{", side, ":", name, "}:b0");
+          if (value == "list") {
+            Run({"RPUSH", key, "x"});
+          } else if (!value.empty()) {
+            Run({"SET", key, value, "PX", "100000"});
+          }
+        }
+      }
+      const std::vector<BatchItem> items = {
+          Charge("none", 3, 100),       Charge("none_zero", 0, 100),
+          Charge("debt", 2, 100),       Charge("debt_full", 5, 0),
+          Charge("past", 1, 100),       Charge("far", 4, 100),
+          Charge("other_spec", 2, 100), Charge("no_stamp", 1, 100),
+          Charge("other_l", 2, 100),    Charge("garbage", 1, 100),
+          Charge("list", 1, 100),       Charge("none", 200, 100),
+          Charge("none", 1, 100),
+      };
+      Results batch, single;
+      RunBoth(spec, items, now, batch, single, {}, keys_in_argv);
+      const std::string where =
+          absl::StrCat(spec.bands[0].limit, " per period, stamp ", stamp,
+                       keys_in_argv ? ", keys in ARGV" : "");
+      ASSERT_EQ(batch.size(), items.size()) << where;
+      for (size_t i = 0; i < items.size(); ++i) {
+        EXPECT_EQ(Show(batch[i], items[i].op), Show(single[i], items[i].op))
+            << where << ": " << ShowItem(items[i]);
+      }
+      // The corrupt values fail; a fresh key is charged (3 tokens).
+      EXPECT_FALSE(batch[9].ok()) << where;
+      EXPECT_FALSE(batch[10].ok()) << where;
+      ASSERT_TRUE(batch[0].ok()) << where << ": " << batch[0].status();
+      EXPECT_EQ(batch[0]->acquire.granted, 3) << where;
+      ExpectTwinKeys(where);
+    }
+  }
+}
+
+TEST_F(LuaBatchTest, AGcraChargeOfAKeyWithoutStateIsOneCommand) {
+  const LimitSpec spec = LimitSpec::TokenBucket(100, absl::Seconds(1));
+  std::vector<BatchItem> items;
+  for (int i = 0; i < 20; ++i)
+    items.push_back(Charge(absl::StrCat("k", i), 1, 100));
+  ASSERT_EQ(Run({"CONFIG", "RESETSTAT"}).str, "OK");
+  Results r = Batch(spec, items, kT0);
+  // The same keys again: each has a state now (read and written).
+  Results again = Batch(spec, items, kT0 + 1000);
+  const std::string stats = Run({"INFO", "commandstats"}).str;
+  ASSERT_EQ(r.size(), items.size());
+  for (size_t i = 0; i < items.size(); ++i) {
+    ASSERT_TRUE(r[i].ok() && again[i].ok());
+    EXPECT_EQ(r[i]->acquire.granted, 1);
+    EXPECT_EQ(again[i]->acquire.granted, 1);
+    EXPECT_EQ(again[i]->acquire.remaining, 98);
+  }
+  // 20 SETs (NX GET) the first time, 40 the second (NX GET, then the new
+  // state), and no GET at all: the first SET read each state.
+  EXPECT_TRUE(absl::StrContains(stats, "cmdstat_set:calls=60,")) << stats;
+  EXPECT_FALSE(absl::StrContains(stats, "cmdstat_get:")) << stats;
+}
+
+// ---------------------------------------------------------------------------
 // Items that fail: all or none, each on its own.
 
 // A log band first (its expired entries would be pruned by a load), then a
