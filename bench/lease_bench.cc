@@ -91,8 +91,12 @@ struct LeaseCase {
 
 // A leased limiter whose key holds its first lease (admit) or a cached
 // refusal (deny) before anything is timed.
-LeaseCase* MakeLeaseCase(const Transport& t, Load load, int n) {
+// `sliced`: false turns hot keys' slices off (LeaseOptions::
+// slice_threshold = 0), to compare with the balance's path in one run.
+LeaseCase* MakeLeaseCase(const Transport& t, Load load, int n,
+                         bool sliced = true) {
   tokenlease::LeasedLimiterOptions options;
+  if (!sliced) options.lease.slice_threshold = 0;
   options.redis.url = t.url;
   options.redis.tls = t.tls;
   options.key_prefix =
@@ -227,6 +231,15 @@ void Register(const std::vector<Transport>& transports, Load load) {
           s, [c] { return c->limiter->TryAcquire(c->handle); },
           admit ? handle.c_str() : nullptr);
     });
+    // The same decision on a key without slices (every thread on the
+    // key's balance: one locked fetch_sub).
+    LeaseCase* u = MakeLeaseCase(t, load, 3, /*sliced=*/false);
+    const std::string unsliced = Name(LeaseImpl(t), "handle_unsliced", load);
+    RegisterBenchmark(unsliced.c_str(), [u, admit, unsliced](State& s) {
+      RunLoop(
+          s, [u] { return u->limiter->TryAcquire(u->handle); },
+          admit ? unsliced.c_str() : nullptr);
+    });
     // The same decision on the same key without counting it
     // (LimiterStats::decisions): the code differs in nothing else, so the
     // ratio to lease/handle is what counting costs.
@@ -306,6 +319,18 @@ void Register(const std::vector<Transport>& transports, Load load) {
                           RunLoop(
                               s, [c, &h] { return c->limiter->TryAcquire(h); },
                               admit ? name.c_str() : nullptr);
+                        })
+          ->ThreadRange(1, 8)
+          ->UseRealTime();
+      LeaseCase* u = MakeLeaseCase(t, load, 4, /*sliced=*/false);
+      const std::string unsliced =
+          Name(LeaseImpl(t), "one_key_handle_unsliced", load);
+      RegisterBenchmark(unsliced.c_str(),
+                        [u, admit, unsliced](State& s) {
+                          const LeaseHandle h = u->handle;
+                          RunLoop(
+                              s, [u, &h] { return u->limiter->TryAcquire(h); },
+                              admit ? unsliced.c_str() : nullptr);
                         })
           ->ThreadRange(1, 8)
           ->UseRealTime();

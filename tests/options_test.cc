@@ -138,6 +138,17 @@ const OptionCase kCases[] = {
     {"ReleaseDeadlineAbove",
      With<LO>([](LO& o) { o.release_deadline = absl::Minutes(1) + kNs; }),
      "LeaseOptions.release_deadline is"},
+    {"SliceThresholdZero", With<LO>([](LO& o) { o.slice_threshold = 0; }), ""},
+    {"SliceThresholdNegative", With<LO>([](LO& o) { o.slice_threshold = -1; }),
+     "LeaseOptions.slice_threshold is -1"},
+    {"SlicesPerKeyTop", With<LO>([](LO& o) { o.slices_per_key = 1024; }), ""},
+    {"SlicesPerKeyAbove", With<LO>([](LO& o) { o.slices_per_key = 1025; }),
+     "LeaseOptions.slices_per_key is 1025"},
+    {"SliceIdleZero",
+     With<LO>([](LO& o) { o.slice_idle = absl::ZeroDuration(); }), ""},
+    {"SliceIdleAbove",
+     With<LO>([](LO& o) { o.slice_idle = absl::Minutes(1) + kNs; }),
+     "LeaseOptions.slice_idle is"},
 
     // LeasedLimiterOptions (no connection: `redis` is validated too)
     {"LeasedKeyPrefixEmpty", With<LL>([](LL& o) { o.key_prefix = ""; }),

@@ -132,7 +132,8 @@ struct LeaseOptions {
   // A slice whose tokens did not change for this long gives them back to
   // the key's balance (a thread that stops deciding holds nothing).
   // Smaller: fewer tokens idle in a quiet thread's slice; larger: fewer
-  // process-wide barriers (one per sweep that returns any). tick .. 1 min.
+  // process-wide barriers (one per sweep that returns any). Checked at
+  // each tick. 0 .. 1 min.
   absl::Duration slice_idle = absl::Milliseconds(20);
 
   // OK, or InvalidArgument naming the field and the accepted range.
@@ -335,29 +336,13 @@ class LeasedLimiter {
   template <bool kCount>
   Decision DecideSliced(const Handle& handle, internal::LeaseSlices& s,
                         int64_t cost) {
-    const uint32_t i = internal::tls_lease_slice - 1;  // wraps when none
-    if (i < s.count) [[likely]] {
-      internal::LeaseSlice& slice = s.slice[i];
-      // relaxed stores and loads, kept in order by the compiler fence; the
-      // reconciler's membarrier orders them against its revoke.
-      slice.busy.store(1, std::memory_order_relaxed);
-      std::atomic_signal_fence(std::memory_order_seq_cst);
-      // acquire: after the reconciler reopens the slice, its exchange of
-      // the tokens is seen.
-      const bool revoked = slice.revoked.load(std::memory_order_acquire);
-      const int64_t held = slice.tokens.load(std::memory_order_relaxed);
-      if (!revoked && held >= cost) [[likely]] {
-        slice.tokens.store(held - cost, std::memory_order_relaxed);
-        // release: the tokens' store is visible to a reconciler that reads
-        // busy = 0.
-        slice.busy.store(0, std::memory_order_release);
-        if constexpr (kCount) {
-          internal::CountDecision(internal::DecisionCell(
-              count_base_, true, DecisionSource::kLease));
-        }
-        return internal::LeaseAdmitted(held - cost);
+    int64_t remaining;
+    if (internal::TakeFromSlice(s, cost, &remaining)) [[likely]] {
+      if constexpr (kCount) {
+        internal::CountDecision(
+            internal::DecisionCell(count_base_, true, DecisionSource::kLease));
       }
-      slice.busy.store(0, std::memory_order_release);
+      return internal::LeaseAdmitted(remaining);
     }
     return FromSlices<kCount>(handle, cost);
   }

@@ -40,6 +40,10 @@ class LeaseDecider {
     // acquire: a hot key's slices are published once, fully built.
     if (LeaseSlices* s = e->slices.load(std::memory_order_acquire))
         [[unlikely]] {
+      int64_t remaining;
+      if (cost > 0 && TakeFromSlice(*s, cost, &remaining)) [[likely]] {
+        return LeaseAdmitted(remaining);
+      }
       return FromSlices(e, s, cost, may_wait);
     }
     return FromBalance(e, cost, may_wait);

@@ -45,6 +45,37 @@ struct LeaseSlices {
 inline constinit thread_local uint32_t tls_lease_slice
     __attribute__((tls_model("initial-exec"))) = 0;
 
+// Pays `cost` from the calling thread's slice of `s` (the owner's critical
+// section; see LeaseSlice): true and the slice's `*remaining` if it held
+// enough; false if the thread has no slice yet, the reconciler is taking
+// the slice back, or it holds too few (the caller refills or decides from
+// the balance).
+[[gnu::always_inline]] inline bool TakeFromSlice(LeaseSlices& s, int64_t cost,
+                                                 int64_t* remaining) {
+  const uint32_t i = tls_lease_slice - 1;  // wraps when none is claimed
+  if (i >= s.count) [[unlikely]] {
+    return false;
+  }
+  LeaseSlice& slice = s.slice[i];
+  // relaxed stores and loads kept in order by the compiler fence; the
+  // reconciler's membarrier orders them against its revoke.
+  slice.busy.store(1, std::memory_order_relaxed);
+  std::atomic_signal_fence(std::memory_order_seq_cst);
+  // acquire: after the reconciler reopens the slice, its exchange of the
+  // tokens is seen.
+  const bool revoked = slice.revoked.load(std::memory_order_acquire);
+  const int64_t held = slice.tokens.load(std::memory_order_relaxed);
+  const bool paid = !revoked && held >= cost;
+  if (paid) [[likely]] {
+    slice.tokens.store(held - cost, std::memory_order_relaxed);
+    *remaining = held - cost;
+  }
+  // release: the tokens' store is visible to a reconciler that reads
+  // busy = 0.
+  slice.busy.store(0, std::memory_order_release);
+  return paid;
+}
+
 // The part of a leased key the inline decision path touches (the rest is
 // in src/leased/lease_entry.h, which derives from it).
 struct LeaseHot {
