@@ -13,7 +13,7 @@
 //
 // Usage: direct_bench [--url=redis[s]://127.0.0.1:PORT] [--callers=1,8,64]
 //                     [--seconds=3] [--keys=1] [--durable_replicas=0]
-//                     [--lanes=0,2]
+//                     [--lanes=0,2] [--slices=1]
 //                     [--transport=tcp|tls|tcp,tls] [--tls]
 //                     [--tls_ca_file=F --tls_cert_file=F --tls_key_file=F]
 // --transport=tcp,tls: the private server listens on a plaintext and a TLS
@@ -28,6 +28,9 @@
 // mode runs (the synchronous baselines speak to one server).
 // --durable_replicas=N: RedisOptions::durable_replicas for direct mode (the
 // server needs N replicas): what a WAIT after each write costs.
+// --slices=S: each mode's --seconds in S slices, the modes taking turns
+// slice by slice (latencies pooled per mode): for a machine whose other
+// load comes and goes.
 // --lanes=A,B: RedisOptions::caller_lanes of each direct limiter (default
 // 0 and the library's default); ratios of each to sha (p50) and to the
 // first (throughput).
@@ -92,10 +95,26 @@ double Percentile(std::vector<double>& v, double q) {
   return v[i];
 }
 
+// One mode's latencies and time, pooled over the slices it ran in.
+struct Pool {
+  std::vector<double> lat;
+  double seconds = 0;
+  int64_t errors = 0;
+
+  RunResult Result() {
+    RunResult r;
+    r.per_second = seconds > 0 ? lat.size() / seconds : 0;
+    r.p50_us = Percentile(lat, 0.50);
+    r.p99_us = Percentile(lat, 0.99);
+    r.errors = errors;
+    return r;
+  }
+};
+
 // Runs `call` from `callers` threads for `seconds`; each call's latency is
-// recorded. `call` returns false on error.
+// added to `pool`. `call` returns false on error.
 template <typename Call>
-RunResult Drive(int callers, double seconds, Call call) {
+void DriveInto(Pool* pool, int callers, double seconds, Call call) {
   std::vector<std::vector<double>> lat(callers);
   std::atomic<int64_t> errors{0};
   std::atomic<bool> stop{false};
@@ -116,16 +135,16 @@ RunResult Drive(int callers, double seconds, Call call) {
   std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
   stop.store(true);
   for (auto& th : threads) th.join();
-  const double elapsed =
-      std::chrono::duration<double>(Clock::now() - start).count();
-  std::vector<double> all;
-  for (auto& v : lat) all.insert(all.end(), v.begin(), v.end());
-  RunResult r;
-  r.per_second = all.size() / elapsed;
-  r.p50_us = Percentile(all, 0.50);
-  r.p99_us = Percentile(all, 0.99);
-  r.errors = errors.load();
-  return r;
+  pool->seconds += std::chrono::duration<double>(Clock::now() - start).count();
+  for (auto& v : lat) pool->lat.insert(pool->lat.end(), v.begin(), v.end());
+  pool->errors += errors.load();
+}
+
+template <typename Call>
+RunResult Drive(int callers, double seconds, Call call) {
+  Pool pool;
+  DriveInto(&pool, callers, seconds, call);
+  return pool.Result();
 }
 
 // --batch ------------------------------------------------------------------
@@ -455,6 +474,7 @@ int main(int argc, char** argv) {
   int nkeys = 1;
   int durable = 0;
   std::vector<int> lanes = {0, tokenlease::RedisOptions().caller_lanes};
+  int slices = 1;
   for (int i = 1; i < argc; ++i) {
     absl::string_view a = argv[i];
     std::string error;
@@ -475,6 +495,11 @@ int main(int argc, char** argv) {
           return 2;
         }
         callers.push_back(n);
+      }
+    } else if (absl::ConsumePrefix(&a, "--slices=")) {
+      if (!absl::SimpleAtoi(a, &slices) || slices < 1 || slices > 1000) {
+        std::fprintf(stderr, "bad --slices (1 to 1000)\n");
+        return 2;
       }
     } else if (absl::ConsumePrefix(&a, "--lanes=")) {
       lanes.clear();
@@ -504,11 +529,11 @@ int main(int argc, char** argv) {
       }
       seconds_given = true;
     } else {
-      std::fprintf(
-          stderr,
-          "usage: direct_bench %s [--callers=1,8,64] [--seconds=3] "
-          "[--keys=1] [--durable_replicas=0] [--lanes=0,2] [--batch]\n",
-          tokenlease_bench::kRedisFlagsUsage);
+      std::fprintf(stderr,
+                   "usage: direct_bench %s [--callers=1,8,64] [--seconds=3] "
+                   "[--keys=1] [--durable_replicas=0] [--lanes=0,2] "
+                   "[--slices=1] [--batch]\n",
+                   tokenlease_bench::kRedisFlagsUsage);
       return 2;
     }
   }
@@ -648,9 +673,9 @@ int main(int argc, char** argv) {
         }
         continue;
       }
-      auto run_sync = [&](std::vector<const char*>& argv,
+      auto run_sync = [&](Pool* pool, std::vector<const char*>& argv,
                           std::vector<size_t>& lens) {
-        return Drive(n, seconds, [&](int) {
+        DriveInto(pool, n, seconds / slices, [&](int) {
           std::lock_guard<std::mutex> lock(sync_mu);
           auto* r = static_cast<redisReply*>(redisCommandArgv(
               w.sync, static_cast<int>(argv.size()), argv.data(), lens.data()));
@@ -659,9 +684,23 @@ int main(int argc, char** argv) {
           return ok;
         });
       };
-      naive[x] = run_sync(naive_argv, naive_lens);
-      sha[x] = run_sync(sha_argv, sha_lens);
-      for (size_t l = 0; l < nl; ++l) direct[x * nl + l] = run_direct(l);
+      // Every mode runs in each slice, in turn: the machine's other load
+      // falls on all of them alike.
+      std::vector<Pool> pools(2 + nl);
+      for (int slice = 0; slice < slices; ++slice) {
+        run_sync(&pools[0], naive_argv, naive_lens);
+        run_sync(&pools[1], sha_argv, sha_lens);
+        for (size_t l = 0; l < nl; ++l) {
+          DriveInto(&pools[2 + l], n, seconds / slices, [&](int t) {
+            return w.limiters[l]->TryAcquire(keys[t % nkeys]).source ==
+                   tokenlease::DecisionSource::kDirect;
+          });
+        }
+      }
+      naive[x] = pools[0].Result();
+      sha[x] = pools[1].Result();
+      for (size_t l = 0; l < nl; ++l)
+        direct[x * nl + l] = pools[2 + l].Result();
       print(n, w, "naive", naive[x]);
       print(n, w, "sha", sha[x]);
       for (size_t l = 0; l < nl; ++l) {

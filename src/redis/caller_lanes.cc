@@ -9,6 +9,7 @@
 #include <random>
 
 #include "absl/cleanup/cleanup.h"
+#include "absl/container/inlined_vector.h"
 #include "absl/strings/str_cat.h"
 #include "redis/client_time.h"
 #include "redis/redis_client.h"
@@ -24,7 +25,14 @@ struct alignas(64) CallerLanes::Lane {
   redisContext* c = nullptr;  // nullptr: closed
   int64_t since_us = -1;      // the data-loss marker's time read at login
   int64_t timeout_ns = -1;    // the socket timeout set now
+  int64_t last_reply_ns = 0;  // steady clock: the last reply read
 };
+
+// A lane that had a reply this recently is not checked for a close by the
+// server before the next write (a syscall on the hot path): a server that
+// went away since fails that one call (decided by the failure mode), as it
+// fails a call in flight on the client thread.
+constexpr int64_t kTrustRecentNs = 10'000'000;
 
 CallerLanes::CallerLanes(const RedisOptions& options,
                          const RedisEndpoint& endpoint,
@@ -142,8 +150,9 @@ bool CallerLanes::Connect(Lane* lane, std::string* why) {
   return true;
 }
 
-bool CallerLanes::Ready(Lane* lane) {
+bool CallerLanes::Ready(Lane* lane, int64_t now) {
   if (lane->c != nullptr) {
+    if (now - lane->last_reply_ns < kTrustRecentNs) return true;
     // An idle Redis connection never has anything to read: readable means
     // the server closed it (a restart, an idle timeout) or sent junk.
     // Noticed here, before the write, the call is not lost.
@@ -163,7 +172,8 @@ std::optional<absl::StatusOr<RedisReply>> CallerLanes::Call(
     const LuaScript& script, const std::vector<std::string>& args,
     absl::Duration timeout, bool append_since) {
   // relaxed: a hint (see Pause).
-  if (SteadyNowNs() < paused_until_ns_.load(std::memory_order_relaxed)) {
+  const int64_t now = SteadyNowNs();
+  if (now < paused_until_ns_.load(std::memory_order_relaxed)) {
     return std::nullopt;
   }
   Lane* lane = nullptr;
@@ -181,7 +191,7 @@ std::optional<absl::StatusOr<RedisReply>> CallerLanes::Call(
   absl::Cleanup release = [lane] {
     lane->busy.store(false, std::memory_order_release);
   };
-  if (!Ready(lane)) return std::nullopt;
+  if (!Ready(lane, now)) return std::nullopt;
   const int64_t timeout_ns = absl::ToInt64Nanoseconds(timeout);
   if (lane->timeout_ns != timeout_ns) {
     if (redisSetTimeout(lane->c, ToTimeval(timeout_ns)) != REDIS_OK) {
@@ -191,10 +201,8 @@ std::optional<absl::StatusOr<RedisReply>> CallerLanes::Call(
     }
     lane->timeout_ns = timeout_ns;
   }
-  std::vector<const char*> argv;
-  std::vector<size_t> lens;
-  argv.reserve(args.size() + 3);
-  lens.reserve(args.size() + 3);
+  absl::InlinedVector<const char*, 24> argv;
+  absl::InlinedVector<size_t, 24> lens;
   argv.push_back("EVALSHA");
   lens.push_back(7);
   argv.push_back(script.sha1.data());
@@ -251,6 +259,7 @@ std::optional<absl::StatusOr<RedisReply>> CallerLanes::Call(
   }
   RedisReply reply = CopyReply(r);
   freeReplyObject(r);
+  lane->last_reply_ns = SteadyNowNs();
   // relaxed: the backoff's exponent is a hint (see Pause); the load keeps
   // the common case from writing a shared line.
   if (backoff_attempt_.load(std::memory_order_relaxed) != 0) {

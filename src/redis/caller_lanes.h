@@ -12,9 +12,9 @@
 // that errs is closed (its socket may hold a late reply) and every lane is
 // paused for a backoff (reconnect_min_backoff doubling to
 // reconnect_max_backoff, with jitter), during which calls take the client
-// thread's path and feed its health judgement. An idle lane whose server
-// closed it (a restart) is noticed before the write (a non-blocking peek)
-// and reconnected, without failing the call.
+// thread's path and feed its health judgement. A lane idle for 10 ms or
+// more whose server closed it (a restart) is noticed before the write (a
+// non-blocking peek) and reconnected, without failing the call.
 #ifndef TOKENLEASE_SRC_REDIS_CALLER_LANES_H_
 #define TOKENLEASE_SRC_REDIS_CALLER_LANES_H_
 
@@ -73,7 +73,7 @@ class CallerLanes {
   struct Lane;
   // On a lane this thread holds: opens it if closed or found closed by the
   // server. False (lane closed, pause set) if that fails.
-  bool Ready(Lane* lane);
+  bool Ready(Lane* lane, int64_t now);
   bool Connect(Lane* lane, std::string* why);
   void Close(Lane* lane);
   // An error on a lane: closes it and pauses every lane for a backoff.
