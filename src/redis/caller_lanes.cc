@@ -242,17 +242,15 @@ std::optional<absl::StatusOr<RedisReply>> CallerLanes::Call(
         lane->c->err == REDIS_ERR_TIMEOUT ||
         SteadyNowNs() - start >= timeout_ns - timeout_ns / 10;
     absl::Status error =
-        timed_out
-            ? absl::DeadlineExceededError(absl::StrCat(
-                  "no reply from ", endpoint_.Describe(), " within ",
-                  absl::FormatDuration(timeout),
-                  " on a caller lane (RedisOptions::caller_lanes); the "
-                  "command may or may not have run"))
-            : absl::UnavailableError(absl::StrCat(
-                  "caller lane to ", endpoint_.Describe(),
-                  " lost before the "
-                  "reply (",
-                  lane->c->errstr, "); the command may or may not have run"));
+        timed_out ? absl::DeadlineExceededError(absl::StrCat(
+                        "no reply from ", endpoint_.Describe(), " within ",
+                        absl::FormatDuration(timeout),
+                        " on a caller lane (RedisOptions::caller_lanes); the "
+                        "command may or may not have run"))
+                  : absl::UnavailableError(absl::StrCat(
+                        "caller lane to ", endpoint_.Describe(),
+                        " lost before the reply (", lane->c->errstr,
+                        "); the command may or may not have run"));
     Close(lane);
     Pause();
     return error;
