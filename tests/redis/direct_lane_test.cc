@@ -257,6 +257,50 @@ TEST_F(DirectLaneFaultTest, AFrozenServerTimesOutOnALaneThenRecovers) {
   EXPECT_GE(conn->stats().lane_connects, 2u);
 }
 
+// A lane logs in as the client thread's connections do: AUTH (password
+// alone, or an ACL user), SELECT, and over a unix socket.
+TEST(DirectLaneLoginTest, AuthSelectAndUnixSocket) {
+  auto server = testing::StartRedisServer({.password = "s3cret",
+                                           .acl_user = "limiter",
+                                           .acl_password = "p@ss",
+                                           .unix_socket = true});
+  ASSERT_TRUE(server.ok()) << server.status();
+  const std::string hostport = absl::StrCat("127.0.0.1:", (*server)->port());
+  const std::vector<std::string> urls = {
+      absl::StrCat("redis://:s3cret@", hostport, "/3"),
+      absl::StrCat("redis://limiter:p%40ss@", hostport, "/4"),
+      absl::StrCat("unix://:s3cret@", (*server)->socket_path(), "?db=5")};
+  for (size_t u = 0; u < urls.size(); ++u) {
+    RedisOptions o;
+    o.caller_lanes = 1;
+    auto conn = testing::ConnectFast(urls[u], o);
+    ASSERT_NE(conn, nullptr);
+    ASSERT_NO_FATAL_FAILURE(WaitHealthy(conn));
+    auto limiter = MakeDirect(conn, LimitSpec::FixedWindow(2, absl::Hours(1)),
+                              absl::StrCat("login", u, ":"));
+    ASSERT_NE(limiter, nullptr);
+    int allowed = 0;
+    for (int i = 0; i < 3; ++i) {
+      const Decision d = limiter->TryAcquire("k");
+      ASSERT_EQ(d.source, DecisionSource::kDirect) << urls[u];
+      allowed += d.allowed;
+    }
+    EXPECT_EQ(allowed, 2) << u;
+    EXPECT_EQ(conn->stats().lane_calls, 3u) << u;
+    EXPECT_EQ(conn->stats().lane_errors, 0u) << u;
+    // The state is in the URL's database (SELECT ran on the lane).
+    absl::StatusOr<support::SyncRedis> sync = (*server)->Connect();
+    ASSERT_TRUE(sync.ok()) << sync.status();
+    const int db = 3 + static_cast<int>(u);
+    ASSERT_TRUE(sync->Run({"AUTH", "s3cret"}).ok());
+    ASSERT_TRUE(sync->Run({"SELECT", absl::StrCat(db)}).ok());
+    absl::StatusOr<internal::RedisReply> keys =
+        sync->Run({"KEYS", absl::StrCat("{login", u, ":k}*")});
+    ASSERT_TRUE(keys.ok()) << keys.status();
+    EXPECT_EQ(keys->elements.size(), 1u) << "db " << db;
+  }
+}
+
 TEST(DirectLaneTlsTest, ALaneSpeaksMutualTls) {
   absl::StatusOr<std::unique_ptr<support::TempTlsFiles>> certs =
       support::TempTlsFiles::Make();
