@@ -1,5 +1,7 @@
 // The connection to a shared Redis server: one background thread running an
-// event loop that pipelines every caller's commands.
+// event loop that pipelines every caller's commands, and a few caller lanes
+// (RedisOptions::caller_lanes) on which a blocking direct-mode call makes
+// its round trip on its own thread.
 #ifndef TOKENLEASE_REDIS_H_
 #define TOKENLEASE_REDIS_H_
 
