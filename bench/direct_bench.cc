@@ -5,11 +5,15 @@
 //         (what a service does when it calls a rate-limit script inline).
 // sha:    the same with EVALSHA (a stronger baseline: the script body,
 //         ~33 KB, is not sent on every call).
-// direct: DirectLimiter::TryAcquire (blocking) from every caller; the
-//         client thread pipelines whatever is pending into one write.
+// direct: DirectLimiter::TryAcquire (blocking) from every caller: on a
+//         caller lane (RedisOptions::caller_lanes) when one is idle, else
+//         through the client thread, which pipelines whatever is pending
+//         into one write. One limiter (own connection) per --lanes value,
+//         run in turn: "direct-l0" is the client thread's path alone.
 //
 // Usage: direct_bench [--url=redis[s]://127.0.0.1:PORT] [--callers=1,8,64]
 //                     [--seconds=3] [--keys=1] [--durable_replicas=0]
+//                     [--lanes=0,2] [--slices=1]
 //                     [--transport=tcp|tls|tcp,tls] [--tls]
 //                     [--tls_ca_file=F --tls_cert_file=F --tls_key_file=F]
 // --transport=tcp,tls: the private server listens on a plaintext and a TLS
@@ -24,6 +28,12 @@
 // mode runs (the synchronous baselines speak to one server).
 // --durable_replicas=N: RedisOptions::durable_replicas for direct mode (the
 // server needs N replicas): what a WAIT after each write costs.
+// --slices=S: each mode's --seconds in S slices, the modes taking turns
+// slice by slice (latencies pooled per mode): for a machine whose other
+// load comes and goes.
+// --lanes=A,B: RedisOptions::caller_lanes of each direct limiter (default
+// 0 and the library's default); ratios of each to sha (p50) and to the
+// first (throughput).
 // Prints, per caller count: throughput and p50/p99 latency of each mode and
 // the ratio direct/naive. Without --url (or TOKENLEASE_BENCH_REDIS_URL) it
 // starts a private redis-server for the run (support/redis_server.h), and
@@ -85,10 +95,26 @@ double Percentile(std::vector<double>& v, double q) {
   return v[i];
 }
 
+// One mode's latencies and time, pooled over the slices it ran in.
+struct Pool {
+  std::vector<double> lat;
+  double seconds = 0;
+  int64_t errors = 0;
+
+  RunResult Result() {
+    RunResult r;
+    r.per_second = seconds > 0 ? lat.size() / seconds : 0;
+    r.p50_us = Percentile(lat, 0.50);
+    r.p99_us = Percentile(lat, 0.99);
+    r.errors = errors;
+    return r;
+  }
+};
+
 // Runs `call` from `callers` threads for `seconds`; each call's latency is
-// recorded. `call` returns false on error.
+// added to `pool`. `call` returns false on error.
 template <typename Call>
-RunResult Drive(int callers, double seconds, Call call) {
+void DriveInto(Pool* pool, int callers, double seconds, Call call) {
   std::vector<std::vector<double>> lat(callers);
   std::atomic<int64_t> errors{0};
   std::atomic<bool> stop{false};
@@ -109,16 +135,16 @@ RunResult Drive(int callers, double seconds, Call call) {
   std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
   stop.store(true);
   for (auto& th : threads) th.join();
-  const double elapsed =
-      std::chrono::duration<double>(Clock::now() - start).count();
-  std::vector<double> all;
-  for (auto& v : lat) all.insert(all.end(), v.begin(), v.end());
-  RunResult r;
-  r.per_second = all.size() / elapsed;
-  r.p50_us = Percentile(all, 0.50);
-  r.p99_us = Percentile(all, 0.99);
-  r.errors = errors.load();
-  return r;
+  pool->seconds += std::chrono::duration<double>(Clock::now() - start).count();
+  for (auto& v : lat) pool->lat.insert(pool->lat.end(), v.begin(), v.end());
+  pool->errors += errors.load();
+}
+
+template <typename Call>
+RunResult Drive(int callers, double seconds, Call call) {
+  Pool pool;
+  DriveInto(&pool, callers, seconds, call);
+  return pool.Result();
 }
 
 // --batch ------------------------------------------------------------------
@@ -447,6 +473,8 @@ int main(int argc, char** argv) {
   bool seconds_given = false;
   int nkeys = 1;
   int durable = 0;
+  std::vector<int> lanes = {0, tokenlease::RedisOptions().caller_lanes};
+  int slices = 1;
   for (int i = 1; i < argc; ++i) {
     absl::string_view a = argv[i];
     std::string error;
@@ -468,6 +496,22 @@ int main(int argc, char** argv) {
         }
         callers.push_back(n);
       }
+    } else if (absl::ConsumePrefix(&a, "--slices=")) {
+      if (!absl::SimpleAtoi(a, &slices) || slices < 1 || slices > 1000) {
+        std::fprintf(stderr, "bad --slices (1 to 1000)\n");
+        return 2;
+      }
+    } else if (absl::ConsumePrefix(&a, "--lanes=")) {
+      lanes.clear();
+      for (absl::string_view c : absl::StrSplit(a, ',')) {
+        int n = 0;
+        if (!absl::SimpleAtoi(c, &n) || n < 0 || n > 64) {
+          std::fprintf(stderr, "bad --lanes entry '%s' (0 to 64)\n",
+                       std::string(c).c_str());
+          return 2;
+        }
+        lanes.push_back(n);
+      }
     } else if (absl::ConsumePrefix(&a, "--durable_replicas=")) {
       if (!absl::SimpleAtoi(a, &durable) || durable < 0 || durable > 16) {
         std::fprintf(stderr, "bad --durable_replicas (0 to 16)\n");
@@ -487,7 +531,8 @@ int main(int argc, char** argv) {
     } else {
       std::fprintf(stderr,
                    "usage: direct_bench %s [--callers=1,8,64] [--seconds=3] "
-                   "[--keys=1] [--durable_replicas=0] [--batch]\n",
+                   "[--keys=1] [--durable_replicas=0] [--lanes=0,2] "
+                   "[--slices=1] [--batch]\n",
                    tokenlease_bench::kRedisFlagsUsage);
       return 2;
     }
@@ -527,29 +572,50 @@ int main(int argc, char** argv) {
   const tokenlease::LimitSpec spec =
       tokenlease::LimitSpec::TokenBucket(1'000'000'000, absl::Seconds(1));
   // Per transport: the limiter and the baselines' connection.
+  // Per transport: a limiter per --lanes value, and the baselines'
+  // connection.
   struct Way {
     const Transport* transport;
-    std::unique_ptr<tokenlease::DirectLimiter> limiter;
+    std::vector<std::unique_ptr<tokenlease::DirectLimiter>> limiters;
     redisContext* sync = nullptr;  // not with a cluster
   };
   std::vector<Way> ways;
   for (const Transport& t : transports) {
-    tokenlease::DirectLimiterOptions options;
-    options.redis.url = t.url;
-    options.redis.tls = t.tls;
-    options.redis.command_timeout = absl::Seconds(5);
-    options.redis.durable_replicas = durable;
-    options.key_prefix = "bench:direct:";
-    auto limiter = tokenlease::DirectLimiter::Create(spec, options);
-    if (!limiter.ok()) {
-      std::fprintf(stderr, "%s\n", limiter.status().ToString().c_str());
-      return 1;
+    ways.push_back({&t, {}, nullptr});
+    for (int n : lanes) {
+      tokenlease::DirectLimiterOptions options;
+      options.redis.url = t.url;
+      options.redis.tls = t.tls;
+      options.redis.command_timeout = absl::Seconds(5);
+      options.redis.durable_replicas = durable;
+      options.redis.caller_lanes = n;
+      options.key_prefix = "bench:direct:";
+      auto limiter = tokenlease::DirectLimiter::Create(spec, options);
+      if (!limiter.ok()) {
+        std::fprintf(stderr, "%s\n", limiter.status().ToString().c_str());
+        return 1;
+      }
+      ways.back().limiters.push_back(*std::move(limiter));
     }
-    ways.push_back({&t, *std::move(limiter), nullptr});
     if (!cluster && (ways.back().sync = ConnectHiredis(t)) == nullptr) {
       return 1;
     }
   }
+  // Every limiter connected before the first run.
+  for (const Way& w : ways) {
+    for (const auto& l : w.limiters) {
+      for (int i = 0; i < 2000 && l->connection().health() !=
+                                      tokenlease::RedisHealth::kHealthy;
+           ++i) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      }
+    }
+  }
+  const std::vector<std::string> direct_names = [&] {
+    std::vector<std::string> names;
+    for (int n : lanes) names.push_back(absl::StrCat("direct-l", n));
+    return names;
+  }();
   std::mutex sync_mu;
   tokenlease::internal::AcquireArgs acquire;
   const std::vector<std::string> naive_args =
@@ -576,37 +642,40 @@ int main(int argc, char** argv) {
   }
   std::printf("# %.1f s per run; the transports take turns per caller count\n",
               seconds);
-  std::printf("%-8s %-9s %-7s %12s %10s %10s %7s\n", "callers", "transport",
+  std::printf("%-8s %-9s %-10s %12s %10s %10s %7s\n", "callers", "transport",
               "mode", "decisions/s", "p50_us", "p99_us", "errors");
   std::vector<std::string> keys;
   for (int k = 0; k < nkeys; ++k) {
     keys.push_back(nkeys == 1 ? "hot" : absl::StrCat("k", k));
   }
   auto print = [](int n, const Way& w, const char* mode, const RunResult& r) {
-    std::printf("%-8d %-9s %-7s %12.0f %10.1f %10.1f %7lld\n", n,
+    std::printf("%-8d %-9s %-10s %12.0f %10.1f %10.1f %7lld\n", n,
                 w.transport->name.c_str(), mode, r.per_second, r.p50_us,
                 r.p99_us, static_cast<long long>(r.errors));
   };
+  const size_t nl = lanes.size();
   for (int n : callers) {
     std::vector<RunResult> naive(ways.size()), sha(ways.size()),
-        direct(ways.size());
+        direct(ways.size() * nl);
     for (size_t x = 0; x < ways.size(); ++x) {
       const Way& w = ways[x];
       // Not Redis's decision (the failure mode's) counts as an error.
-      auto run_direct = [&] {
+      auto run_direct = [&](size_t l) {
         return Drive(n, seconds, [&](int t) {
-          return w.limiter->TryAcquire(keys[t % nkeys]).source ==
+          return w.limiters[l]->TryAcquire(keys[t % nkeys]).source ==
                  tokenlease::DecisionSource::kDirect;
         });
       };
       if (cluster) {
-        direct[x] = run_direct();
-        print(n, w, "direct", direct[x]);
+        for (size_t l = 0; l < nl; ++l) {
+          direct[x * nl + l] = run_direct(l);
+          print(n, w, direct_names[l].c_str(), direct[x * nl + l]);
+        }
         continue;
       }
-      auto run_sync = [&](std::vector<const char*>& argv,
+      auto run_sync = [&](Pool* pool, std::vector<const char*>& argv,
                           std::vector<size_t>& lens) {
-        return Drive(n, seconds, [&](int) {
+        DriveInto(pool, n, seconds / slices, [&](int) {
           std::lock_guard<std::mutex> lock(sync_mu);
           auto* r = static_cast<redisReply*>(redisCommandArgv(
               w.sync, static_cast<int>(argv.size()), argv.data(), lens.data()));
@@ -615,20 +684,40 @@ int main(int argc, char** argv) {
           return ok;
         });
       };
-      naive[x] = run_sync(naive_argv, naive_lens);
-      sha[x] = run_sync(sha_argv, sha_lens);
-      direct[x] = run_direct();
+      // Every mode runs in each slice, in turn: the machine's other load
+      // falls on all of them alike.
+      std::vector<Pool> pools(2 + nl);
+      for (int slice = 0; slice < slices; ++slice) {
+        run_sync(&pools[0], naive_argv, naive_lens);
+        run_sync(&pools[1], sha_argv, sha_lens);
+        for (size_t l = 0; l < nl; ++l) {
+          DriveInto(&pools[2 + l], n, seconds / slices, [&](int t) {
+            return w.limiters[l]->TryAcquire(keys[t % nkeys]).source ==
+                   tokenlease::DecisionSource::kDirect;
+          });
+        }
+      }
+      naive[x] = pools[0].Result();
+      sha[x] = pools[1].Result();
+      for (size_t l = 0; l < nl; ++l)
+        direct[x * nl + l] = pools[2 + l].Result();
       print(n, w, "naive", naive[x]);
       print(n, w, "sha", sha[x]);
-      print(n, w, "direct", direct[x]);
-      std::printf(
-          "%-8d %-9s ratio   throughput direct/naive = %.2fx, direct/sha = "
-          "%.2fx; p50 naive/direct = %.2fx, sha/direct = %.2fx\n",
-          n, w.transport->name.c_str(),
-          direct[x].per_second / naive[x].per_second,
-          direct[x].per_second / sha[x].per_second,
-          naive[x].p50_us / std::max(direct[x].p50_us, 1e-9),
-          sha[x].p50_us / std::max(direct[x].p50_us, 1e-9));
+      for (size_t l = 0; l < nl; ++l) {
+        print(n, w, direct_names[l].c_str(), direct[x * nl + l]);
+      }
+      for (size_t l = 0; l < nl; ++l) {
+        const RunResult& d = direct[x * nl + l];
+        std::printf(
+            "%-8d %-9s ratio %-10s p50 direct/sha = %.2fx; throughput "
+            "direct/sha = %.2fx, direct/naive = %.2fx, /%s = %.2fx\n",
+            n, w.transport->name.c_str(), direct_names[l].c_str(),
+            d.p50_us / std::max(sha[x].p50_us, 1e-9),
+            d.per_second / std::max(sha[x].per_second, 1e-9),
+            d.per_second / std::max(naive[x].per_second, 1e-9),
+            direct_names[0].c_str(),
+            d.per_second / std::max(direct[x * nl].per_second, 1e-9));
+      }
     }
     // TLS against plaintext (whichever ran first).
     for (size_t x = 0; x + 1 < ways.size(); ++x) {
@@ -646,20 +735,30 @@ int main(int argc, char** argv) {
           ways[tcp].transport->name != "tcp") {
         continue;
       }
-      ratios("direct", direct);
+      // The first --lanes value's limiter.
+      std::vector<RunResult> first;
+      for (size_t x2 = 0; x2 < ways.size(); ++x2) {
+        first.push_back(direct[x2 * nl]);
+      }
+      ratios(direct_names[0].c_str(), first);
       if (!cluster) ratios("sha", sha);
       if (!cluster) ratios("naive", naive);
     }
     std::fflush(stdout);
   }
   for (const Way& w : ways) {
-    const tokenlease::RedisStats stats = w.limiter->connection().stats();
-    std::printf(
-        "# direct client, %s: %llu commands, %llu replies, %llu timeouts\n",
-        w.transport->name.c_str(),
-        static_cast<unsigned long long>(stats.commands_sent),
-        static_cast<unsigned long long>(stats.replies),
-        static_cast<unsigned long long>(stats.timeouts));
+    for (size_t l = 0; l < nl; ++l) {
+      const tokenlease::RedisStats stats = w.limiters[l]->connection().stats();
+      std::printf(
+          "# %s client, %s: %llu commands, %llu replies, %llu timeouts, "
+          "%llu lane calls, %llu lane errors\n",
+          direct_names[l].c_str(), w.transport->name.c_str(),
+          static_cast<unsigned long long>(stats.commands_sent),
+          static_cast<unsigned long long>(stats.replies),
+          static_cast<unsigned long long>(stats.timeouts),
+          static_cast<unsigned long long>(stats.lane_calls),
+          static_cast<unsigned long long>(stats.lane_errors));
+    }
     if (w.sync != nullptr) redisFree(w.sync);
   }
   return 0;

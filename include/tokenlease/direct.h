@@ -2,7 +2,9 @@
 // The right mode for strict, low-rate limits shared by many processes (one
 // SMS per day per user): no tokens are ever held locally, so the shared
 // limit is exact, at the price of one round trip per decision. Concurrent
-// callers are pipelined by the connection's client thread.
+// callers are pipelined by the connection's client thread; a blocking call
+// with few callers in flight makes its round trip on its own thread, on a
+// caller lane (RedisOptions::caller_lanes).
 #ifndef TOKENLEASE_DIRECT_H_
 #define TOKENLEASE_DIRECT_H_
 
@@ -69,8 +71,10 @@ class DirectLimiter {
 
   // Asks Redis whether `cost` tokens of `key` may be taken now, and takes
   // them if so; blocks for the round trip, up to `timeout` (0:
-  // options.timeout). Denied with kInvalidArgument for a cost below 0 or
-  // above 2^50 or a key longer than max_key_bytes.
+  // options.timeout), made on this thread when a caller lane is free
+  // (RedisOptions::caller_lanes), else through the client thread. Denied
+  // with kInvalidArgument for a cost below 0 or above 2^50 or a key longer
+  // than max_key_bytes.
   Decision TryAcquire(std::string_view key, int64_t cost = 1,
                       absl::Duration timeout = absl::ZeroDuration());
   // The same without blocking: `done` runs as DecisionCallback says.

@@ -1,5 +1,7 @@
 // The connection to a shared Redis server: one background thread running an
-// event loop that pipelines every caller's commands.
+// event loop that pipelines every caller's commands, and a few caller lanes
+// (RedisOptions::caller_lanes) on which a blocking direct-mode call makes
+// its round trip on its own thread.
 #ifndef TOKENLEASE_REDIS_H_
 #define TOKENLEASE_REDIS_H_
 
@@ -166,6 +168,24 @@ struct RedisOptions {
   // beyond it fails with ResourceExhausted. 2 .. 2^24 (rounded up to a
   // power of two).
   size_t max_pending = 1 << 16;
+  // Caller lanes: synchronous connections a blocking DirectLimiter call
+  // (TryAcquire, Reserve) uses on its own thread when one is idle, so that
+  // a decision costs one round trip instead of a hand-off to the client
+  // thread and back (about half the latency of one blocking caller; see
+  // docs/benchmarks.md "Direct mode"). A call that finds no idle lane, or
+  // lanes paused after an error, or Redis not kHealthy, takes the client
+  // thread's pipelined path, so many callers in flight still pipeline. A
+  // lane connects on first use (on the caller's thread, within
+  // connect_timeout); an error closes it, the call is decided by the failure
+  // mode as any failed call, and lanes pause for the reconnect backoff.
+  // Used with single-server endpoints (redis://, rediss://, unix://) and
+  // durable_replicas == 0 only: a cluster's routing, a sentinel's primary
+  // (asked before every connect, checked with ROLE) and the WAIT of durable
+  // grants live on the client thread. More lanes: more blocking callers
+  // skip the hand-off, at one Redis connection each and one unpipelined
+  // round trip each (Redis then spends more CPU per call). 0 disables.
+  // 0 .. 64; default 2.
+  int caller_lanes = 2;
   // On destruction, how long commands already submitted may still finish
   // before they are failed with Cancelled. 0 .. 1 min.
   absl::Duration shutdown_grace = absl::Seconds(1);
@@ -234,6 +254,15 @@ struct RedisStats {
   // because fewer replicas than asked confirmed them in time.
   uint64_t durability_waits = 0;
   uint64_t not_durable = 0;
+  // Caller lanes (RedisOptions::caller_lanes): calls written on a lane by
+  // the calling thread (not in commands_sent, replies or round_trip), lane
+  // logins completed, lane errors (a connect or login that failed, a call
+  // that timed out or lost its connection; each closed its lane and paused
+  // the lanes), and lanes connected now.
+  uint64_t lane_calls = 0;
+  uint64_t lane_connects = 0;
+  uint64_t lane_errors = 0;
+  int lanes_open = 0;
   // Round trips: from a command's write to its reply (late replies and
   // error replies included; a command that got no reply is in `timeouts`
   // or failed with its connection), measured on the client thread.

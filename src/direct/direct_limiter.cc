@@ -6,6 +6,7 @@
 #include <atomic>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -25,6 +26,10 @@
 namespace tokenlease {
 
 using internal::FailurePolicy;
+
+namespace {
+struct FailureDecision;
+}  // namespace
 
 absl::Status DirectLimiterOptions::Validate() const {
   return internal::FirstError({
@@ -68,6 +73,10 @@ class DirectLimiter::Impl {
   void Submit(std::string_view key, int64_t cost, bool reserve,
               int64_t max_wait_us, absl::Duration timeout,
               ReservationCallback done);
+  // The same for a caller that waits: on a caller lane when one is idle
+  // (RedisClient::CallOnLane), else through Submit.
+  Reservation Blocking(std::string_view key, int64_t cost, bool reserve,
+                       int64_t max_wait_us, absl::Duration timeout);
 
   absl::Status UpdateSpec(const LimitSpec& spec) {
     std::lock_guard<std::mutex> lock(update_mu_);
@@ -95,6 +104,12 @@ class DirectLimiter::Impl {
   }
 
  private:
+  std::optional<Reservation> Prepare(std::string_view key, int64_t cost,
+                                     bool reserve, int64_t max_wait_us,
+                                     absl::Duration* timeout,
+                                     FailureDecision* fail,
+                                     std::vector<std::string>* argv);
+
   const DirectLimiterOptions options_;
   const std::shared_ptr<RedisConnection> connection_;
   internal::RedisClient& client_;  // connection_'s
@@ -110,33 +125,20 @@ class DirectLimiter::Impl {
   std::unique_ptr<internal::RedisClient::Periodic> stats_timer_;
 };
 
-void DirectLimiter::Impl::Submit(std::string_view key, int64_t cost,
-                                 bool reserve, int64_t max_wait_us,
-                                 absl::Duration timeout,
-                                 ReservationCallback done) {
-  // Checked here, not by the script: bad input costs no round trip.
-  if (cost < 0 || cost > internal::kMaxScriptCost ||
-      key.size() > static_cast<size_t>(options_.max_key_bytes)) {
-    Reservation r;
-    r.decision = internal::LimiterCore::InvalidArgumentDecision();
-    policy_->Finish(&r.decision);
-    done(r);
-    return;
-  }
-  if (census_ != nullptr) census_->MaybeTick(clock_->NowNanos());
-  if (timeout <= absl::ZeroDuration()) timeout = options_.timeout;
-  // What a call that got no decision returns: the failure mode's decision
-  // (captured by value and shared_ptr: the reply may come after this
-  // limiter is gone). The key is copied only for the local share.
-  auto fail = [policy = policy_,
-               key = policy_->fallback() != nullptr ? std::string(key)
-                                                    : std::string(),
-               cost, reserve, max_wait_us,
-               retry_ns = absl::ToInt64Nanoseconds(
-                   timeout > absl::ZeroDuration()
-                       ? timeout
-                       : connection_->options().command_timeout)](
-                  const absl::Status& error, bool key_error) {
+namespace {
+
+// What a call that got no decision returns: the failure mode's decision.
+// Held by value (with the policy by shared_ptr): the reply may come after
+// the limiter is gone. The key is copied only for the local share.
+struct FailureDecision {
+  std::shared_ptr<FailurePolicy> policy;
+  std::string key;
+  int64_t cost = 0;
+  bool reserve = false;
+  int64_t max_wait_us = 0;
+  int64_t retry_ns = 0;
+
+  Reservation operator()(const absl::Status& error, bool key_error) const {
     policy->NoteError(error, key_error);
     Reservation r;
     if (reserve) {
@@ -147,7 +149,57 @@ void DirectLimiter::Impl::Submit(std::string_view key, int64_t cost,
     policy->Finish(&r.decision);
     internal::SettleReservation(&r);
     return r;
-  };
+  }
+};
+
+// The caller's reservation from Redis's reply to the acquire script, or
+// from the error that stands for it: one function for both paths (the
+// client thread's callback and a caller lane).
+Reservation FromReply(absl::StatusOr<internal::RedisReply> reply,
+                      const FailureDecision& fail) {
+  if (!reply.ok()) return fail(reply.status(), false);
+  absl::StatusOr<internal::AcquireResult> result =
+      internal::ParseAcquireReply(*reply);
+  if (!result.ok()) {
+    // A reply that is an error for the key (a wrong type, a corrupt value,
+    // another spec's state) or no acquire reply at all.
+    return fail(result.status(), true);
+  }
+  Reservation r;
+  r.decision = internal::ToDecision(*result, DecisionSource::kDirect);
+  fail.policy->Finish(&r.decision);
+  r.wait_ns = result->wait_us * 1000;
+  internal::SettleReservation(&r);
+  return r;
+}
+
+}  // namespace
+
+// What Submit and Blocking share before the call: bad input and a
+// connection that is down are decided here (the decision returned);
+// otherwise `fail`, `timeout` and `argv` are set for the call.
+std::optional<Reservation> DirectLimiter::Impl::Prepare(
+    std::string_view key, int64_t cost, bool reserve, int64_t max_wait_us,
+    absl::Duration* timeout, FailureDecision* fail,
+    std::vector<std::string>* argv) {
+  // Checked here, not by the script: bad input costs no round trip.
+  if (cost < 0 || cost > internal::kMaxScriptCost ||
+      key.size() > static_cast<size_t>(options_.max_key_bytes)) {
+    Reservation r;
+    r.decision = internal::LimiterCore::InvalidArgumentDecision();
+    policy_->Finish(&r.decision);
+    return r;
+  }
+  if (census_ != nullptr) census_->MaybeTick(clock_->NowNanos());
+  if (*timeout <= absl::ZeroDuration()) *timeout = options_.timeout;
+  fail->policy = policy_;
+  if (policy_->fallback() != nullptr) fail->key = std::string(key);
+  fail->cost = cost;
+  fail->reserve = reserve;
+  fail->max_wait_us = max_wait_us;
+  fail->retry_ns = absl::ToInt64Nanoseconds(
+      *timeout > absl::ZeroDuration() ? *timeout
+                                      : connection_->options().command_timeout);
   // A connection that is down decides at once instead of making every
   // call wait for its deadline; the connection reconnects and probes on
   // its own, and calls go to Redis again once it answers.
@@ -155,20 +207,33 @@ void DirectLimiter::Impl::Submit(std::string_view key, int64_t cost,
                                ? internal::LimitSlot(options_.key_prefix, key)
                                : 0) == RedisHealth::kDown) {
     const std::string why = client_.LastConnectError();
-    done(fail(
+    return (*fail)(
         absl::UnavailableError(absl::StrCat(
             "Redis at ", connection_->endpoint(),
             client_.cluster() ? " (the primary of this key's slot)" : "",
             " is down (RedisHealth::kDown)", why.empty() ? "" : ": ", why)),
-        false));
-    return;
+        false);
   }
   internal::AcquireArgs args;
   args.wanted = cost;
   args.minimum = cost;
   args.max_wait_us = max_wait_us;
-  std::vector<std::string> argv = internal::AcquireArguments(
-      *CurrentSpec(), options_.key_prefix, key, args);
+  *argv = internal::AcquireArguments(*CurrentSpec(), options_.key_prefix, key,
+                                     args);
+  return std::nullopt;
+}
+
+void DirectLimiter::Impl::Submit(std::string_view key, int64_t cost,
+                                 bool reserve, int64_t max_wait_us,
+                                 absl::Duration timeout,
+                                 ReservationCallback done) {
+  FailureDecision fail;
+  std::vector<std::string> argv;
+  if (std::optional<Reservation> r =
+          Prepare(key, cost, reserve, max_wait_us, &timeout, &fail, &argv)) {
+    done(*r);
+    return;
+  }
   // Shared by the reply callback and the failure path below: SubmitScript
   // does not call its callback when it returns an error.
   auto shared = std::make_shared<ReservationCallback>(std::move(done));
@@ -177,26 +242,8 @@ void DirectLimiter::Impl::Submit(std::string_view key, int64_t cost,
   policy_->NoteCall();
   absl::Status queued = client_.SubmitScript(
       internal::kAcquireScript, std::move(argv),
-      [shared, fail,
-       policy = policy_](absl::StatusOr<internal::RedisReply> reply) {
-        if (!reply.ok()) {
-          (*shared)(fail(reply.status(), false));
-          return;
-        }
-        absl::StatusOr<internal::AcquireResult> result =
-            internal::ParseAcquireReply(*reply);
-        if (!result.ok()) {
-          // A reply that is an error for the key (a wrong type, a corrupt
-          // value, another spec's state) or no acquire reply at all.
-          (*shared)(fail(result.status(), true));
-          return;
-        }
-        Reservation r;
-        r.decision = internal::ToDecision(*result, DecisionSource::kDirect);
-        policy->Finish(&r.decision);
-        r.wait_ns = result->wait_us * 1000;
-        internal::SettleReservation(&r);
-        (*shared)(r);
+      [shared, fail](absl::StatusOr<internal::RedisReply> reply) {
+        (*shared)(FromReply(std::move(reply), fail));
       },
       timeout, options_.start_empty);
   if (!queued.ok()) (*shared)(fail(queued, false));
@@ -214,6 +261,38 @@ struct Rendezvous {
 };
 
 }  // namespace
+
+Reservation DirectLimiter::Impl::Blocking(std::string_view key, int64_t cost,
+                                          bool reserve, int64_t max_wait_us,
+                                          absl::Duration timeout) {
+  // Counted from here to the return, over both paths (BlockingCall).
+  internal::RedisClient::BlockingCall counted(client_);
+  FailureDecision fail;
+  std::vector<std::string> argv;
+  if (std::optional<Reservation> r =
+          Prepare(key, cost, reserve, max_wait_us, &timeout, &fail, &argv)) {
+    return *r;
+  }
+  // This thread does the round trip itself if a lane is idle: no hand-off
+  // to the client thread and back.
+  policy_->NoteCall();
+  if (std::optional<absl::StatusOr<internal::RedisReply>> reply =
+          client_.CallOnLane(internal::kAcquireScript, argv, timeout,
+                             options_.start_empty)) {
+    return FromReply(*std::move(reply), fail);
+  }
+  auto state = std::make_shared<Rendezvous<Reservation>>();
+  absl::Status queued = client_.SubmitScript(
+      internal::kAcquireScript, std::move(argv),
+      [state, fail](absl::StatusOr<internal::RedisReply> reply) {
+        state->result = FromReply(std::move(reply), fail);
+        state->done.Notify();
+      },
+      timeout, options_.start_empty);
+  if (!queued.ok()) return fail(queued, false);
+  state->done.WaitForNotification();
+  return state->result;
+}
 
 absl::StatusOr<std::unique_ptr<DirectLimiter>> DirectLimiter::Create(
     const LimitSpec& spec, const DirectLimiterOptions& options) {
@@ -246,16 +325,7 @@ void DirectLimiter::TryAcquireAsync(std::string_view key, int64_t cost,
 
 Decision DirectLimiter::TryAcquire(std::string_view key, int64_t cost,
                                    absl::Duration timeout) {
-  auto state = std::make_shared<Rendezvous<Decision>>();
-  TryAcquireAsync(
-      key, cost,
-      [state](Decision d) {
-        state->result = d;
-        state->done.Notify();
-      },
-      timeout);
-  state->done.WaitForNotification();
-  return state->result;
+  return impl_->Blocking(key, cost, /*reserve=*/false, 0, timeout).decision;
 }
 
 void DirectLimiter::ReserveAsync(std::string_view key, int64_t cost,
@@ -273,16 +343,11 @@ void DirectLimiter::ReserveAsync(std::string_view key, int64_t cost,
 Reservation DirectLimiter::Reserve(std::string_view key, int64_t cost,
                                    absl::Duration max_wait,
                                    absl::Duration timeout) {
-  auto state = std::make_shared<Rendezvous<Reservation>>();
-  ReserveAsync(
-      key, cost, max_wait,
-      [state](Reservation r) {
-        state->result = r;
-        state->done.Notify();
-      },
-      timeout);
-  state->done.WaitForNotification();
-  return state->result;
+  if (max_wait < absl::ZeroDuration()) max_wait = absl::ZeroDuration();
+  const int64_t max_wait_us =
+      std::min(absl::ToInt64Microseconds(max_wait),
+               absl::ToInt64Microseconds(impl_->CurrentSpec()->max_borrow));
+  return impl_->Blocking(key, cost, /*reserve=*/true, max_wait_us, timeout);
 }
 
 absl::Status DirectLimiter::UpdateSpec(const LimitSpec& spec) {

@@ -9,6 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
+#include "redis/caller_lanes.h"
 #include "redis/client_loop.h"
 #include "redis/client_time.h"
 #include "redis/tls.h"
@@ -44,6 +45,13 @@ absl::StatusOr<std::unique_ptr<RedisClient>> RedisClient::Create(
   std::unique_ptr<RedisClient> client(
       new RedisClient(options, std::move(endpoint)));
   client->tls_ = std::move(tls);
+  // Lanes: a single server's address is fixed, and no WAIT follows the
+  // writes (RedisOptions::caller_lanes says why the others have none).
+  const RedisEndpoint& ep = client->endpoint_;
+  if (options.caller_lanes > 0 && options.durable_replicas == 0 &&
+      ep.topology == RedisEndpoint::Topology::kSingle) {
+    client->lanes_ = std::make_unique<CallerLanes>(options, ep, client->tls_);
+  }
   client->loop_ = std::make_unique<Loop>(client.get());
   if (!client->loop_->ok()) {
     return absl::InternalError("libevent: cannot create the event loop");
@@ -117,6 +125,39 @@ absl::Status RedisClient::SubmitScript(const LuaScript& script,
   return Enqueue(NewScriptCommand(script, std::move(args), std::move(done),
                                   timeout, append_since, route_slot),
                  /*wake=*/true);
+}
+
+std::optional<absl::StatusOr<RedisReply>> RedisClient::CallOnLane(
+    const LuaScript& script, const std::vector<std::string>& args,
+    absl::Duration timeout, bool append_since) {
+  // Not while the health is in doubt: the client thread's path feeds the
+  // health judgement (a lane's errors do not), and decides at once while
+  // Redis is down. relaxed, every load here: hints (either path decides
+  // correctly).
+  if (lanes_ == nullptr || health() != RedisHealth::kHealthy ||
+      blocking_calls_.load(std::memory_order_relaxed) > options_.caller_lanes) {
+    return std::nullopt;
+  }
+  const int64_t wait_for =
+      lanes_wait_for_reply_.load(std::memory_order_relaxed);
+  if (wait_for >= 0) {
+    if (static_cast<int64_t>(
+            counters_.replies.load(std::memory_order_relaxed)) <= wait_for) {
+      return std::nullopt;
+    }
+    lanes_wait_for_reply_.store(-1, std::memory_order_relaxed);
+  }
+  const uint64_t errors_before = lanes_->errors();
+  std::optional<absl::StatusOr<RedisReply>> result = lanes_->Call(
+      script, args,
+      timeout > absl::ZeroDuration() ? timeout : options_.command_timeout,
+      append_since);
+  if (lanes_->errors() != errors_before) {
+    lanes_wait_for_reply_.store(
+        static_cast<int64_t>(counters_.replies.load(std::memory_order_relaxed)),
+        std::memory_order_relaxed);
+  }
+  return result;
 }
 
 void RedisClient::AskForSlotMap() {
@@ -224,6 +265,7 @@ RedisStats RedisClient::stats() const {
   s.nodes_down = counters_.nodes_down.load(std::memory_order_relaxed);
   s.state_since_us = state_since_us_.load(std::memory_order_relaxed);
   s.health = health();
+  if (lanes_ != nullptr) lanes_->Fill(&s);
   // relaxed: statistics (see RecordRoundTrip). Read after the counters, so
   // a reply counted above is in the histogram too.
   for (int i = 0; i <= LatencyHistogram::kBuckets; ++i) {

@@ -46,6 +46,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -66,6 +67,7 @@ struct event;
 
 namespace tokenlease::internal {
 
+class CallerLanes;
 class TlsContext;
 
 using ReplyCallback = absl::AnyInvocable<void(absl::StatusOr<RedisReply>)>;
@@ -158,6 +160,44 @@ class RedisClient {
   absl::StatusOr<std::unique_ptr<Periodic>> Every(
       absl::Duration interval, absl::AnyInvocable<void()> task);
 
+  // Counts one blocking caller (DirectLimiter's TryAcquire, Reserve) from
+  // its start to its return, whichever path it takes: lanes serve only
+  // while such callers are no more than the lanes, so that many callers
+  // pipeline on the client thread (one write, one Redis read for many
+  // calls) instead of each paying an unpipelined round trip.
+  class BlockingCall {
+   public:
+    explicit BlockingCall(RedisClient& client)
+        : counter_(client.lanes_ != nullptr ? &client.blocking_calls_
+                                            : nullptr) {
+      // relaxed: a count read as a hint (either path decides correctly).
+      if (counter_ != nullptr) {
+        counter_->fetch_add(1, std::memory_order_relaxed);
+      }
+    }
+    ~BlockingCall() {
+      // relaxed: as above.
+      if (counter_ != nullptr) {
+        counter_->fetch_sub(1, std::memory_order_relaxed);
+      }
+    }
+    BlockingCall(const BlockingCall&) = delete;
+    BlockingCall& operator=(const BlockingCall&) = delete;
+
+   private:
+    std::atomic<int>* const counter_;
+  };
+
+  // A blocking caller's script call on a caller lane (caller_lanes.h), on
+  // this thread, when the endpoint has lanes (RedisOptions::caller_lanes),
+  // one is idle, blocking callers in flight (BlockingCall) are no more than
+  // the lanes, and Redis is kHealthy; arguments as SubmitScript's.
+  // nullopt: nothing was sent, use SubmitScript. Otherwise the reply or the
+  // error that ended the call (the command may or may not have run).
+  std::optional<absl::StatusOr<RedisReply>> CallOnLane(
+      const LuaScript& script, const std::vector<std::string>& args,
+      absl::Duration timeout = absl::ZeroDuration(), bool append_since = false);
+
   RedisStats stats() const;
   bool connected() const {
     // relaxed: a monitoring hint only.
@@ -221,6 +261,16 @@ class RedisClient {
   // rediss endpoints: the TLS settings every connection uses (tls.h);
   // nullptr otherwise.
   std::shared_ptr<const TlsContext> tls_;
+  // Caller lanes; nullptr when the endpoint or options have none.
+  std::unique_ptr<CallerLanes> lanes_;
+  // BlockingCall's count, on its own cache line (every blocking call
+  // writes it twice).
+  alignas(64) std::atomic<int> blocking_calls_{0};
+  // After a lane error: the client thread's reply count then; lanes serve
+  // again once it has grown (Redis answered the client thread since), so
+  // that a frozen or lost Redis is judged by the client thread's health
+  // and not met again by each lane's connect. -1: lanes serve.
+  std::atomic<int64_t> lanes_wait_for_reply_{-1};
   // Cluster only: the health of each slot's primary (kDown for a slot no
   // primary serves), written by the client thread.
   std::unique_ptr<std::atomic<uint8_t>[]> slot_health_;

@@ -60,6 +60,7 @@ absl::Status RedisOptions::Validate() const {
           ? absl::OkStatus()
           : CheckDuration("RedisOptions.durable_timeout", durable_timeout, ms,
                           command_timeout - absl::Nanoseconds(1)),
+      internal::CheckInteger("RedisOptions.caller_lanes", caller_lanes, 0, 64),
       internal::CheckInteger(
           "RedisOptions.max_pending",
           static_cast<int64_t>(std::min<size_t>(max_pending, size_t{1} << 40)),
