@@ -463,9 +463,13 @@ Decision LimiterCore::TryAcquireByName(std::string_view key, int64_t cost,
   // store-forwarding stall of about 4 ns on every decision by name.)
   Decision d = req.cost < 0 || key.size() > max_key_bytes_
                    ? InvalidArgumentDecision()
-                   : registry_.With(key, req.now_ns, [&](KeyEntry* e) {
-                       return DecideFound(e, req, wait_ns);
-                     });
+                   : registry_.With(
+                         key, req.now_ns,
+                         // Inline: a call would put its
+                         // captures in memory.
+                         [&](KeyEntry * e) __attribute__((always_inline)) {
+                           return DecideFound(e, req, wait_ns);
+                         });
   // The key was retired while this decision looked at it. Out of line, and
   // `key` passed by value: nothing on the hot path takes its address (a
   // spilled string_view reloaded as one 16-byte word is a store-forwarding
