@@ -39,9 +39,8 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/functional/function_ref.h"
-#include "absl/hash/hash.h"
-#include "base/absl_view.h"
 #include "base/epoch.h"
+#include "base/key_hash.h"
 #include "base/spin_lock.h"
 
 namespace tokenlease::internal {
@@ -50,19 +49,38 @@ namespace tokenlease::internal {
 // which a call to memcmp (through the PLT) costs more than the compare.
 // Words are read with memcpy (no alignment or aliasing assumption); the
 // last word overlaps the one before when the size is not a multiple of 8.
-inline bool SameKeyName(std::string_view a, std::string_view b) {
+[[gnu::always_inline]] inline bool SameKeyName(std::string_view a,
+                                               std::string_view b) {
   const size_t n = a.size();
   if (n != b.size()) return false;
-  if (n < 8) return n == 0 || std::memcmp(a.data(), b.data(), n) == 0;
+  if (n < 8) {
+    if (n >= 4) {  // two 4-byte words, overlapping when n < 8
+      auto word4 = [](const char* p) {
+        uint32_t w;
+        std::memcpy(&w, p, 4);
+        return w;
+      };
+      return word4(a.data()) == word4(b.data()) &&
+             word4(a.data() + n - 4) == word4(b.data() + n - 4);
+    }
+    for (size_t i = 0; i < n; ++i) {
+      if (a[i] != b[i]) return false;
+    }
+    return true;
+  }
   auto word = [](const char* p) {
     uint64_t w;
     std::memcpy(&w, p, 8);
     return w;
   };
+  // Differences are or-ed together and tested once: a lookup compares
+  // names only after their hash tags matched, so they are almost always
+  // equal, and one branch is cheaper than one per word.
+  uint64_t diff = word(a.data() + n - 8) ^ word(b.data() + n - 8);
   for (size_t i = 0; i + 8 < n; i += 8) {
-    if (word(a.data() + i) != word(b.data() + i)) return false;
+    diff |= word(a.data() + i) ^ word(b.data() + i);
   }
-  return word(a.data() + n - 8) == word(b.data() + n - 8);
+  return diff == 0;
 }
 
 // Entry must provide `std::string_view name() const`, stable while the
@@ -138,9 +156,11 @@ class ShardedRegistry {
   // path detects its own dead mark and calls With again. Calls fn(nullptr)
   // if the key is new and the registry is full (after reclaiming, with
   // Growth::kReclaims). A lookup of an existing key takes no lock and no
-  // locked instruction.
+  // locked instruction. Always inline: a decision by name is this lookup
+  // and fn, and a call between them costs a frame of its own.
   template <typename Fn>
-  auto With(std::string_view name, int64_t now_ns, Fn&& fn) {
+  [[gnu::always_inline]] auto With(std::string_view name, int64_t now_ns,
+                                   Fn&& fn) {
     const size_t hash = HashName(name);
     Shard& shard = ShardOf(hash);
     EpochGuard guard;
@@ -317,16 +337,18 @@ class ShardedRegistry {
   }
   static bool IsLive(uint64_t word) { return word > kTombstone; }
 
-  // absl's hash of absl::string_view: in Debian's Abseil build it is not
-  // std::string_view, whose absl::Hash falls back to the slower std::hash.
-  static size_t HashName(std::string_view s) {
-    return absl::Hash<absl::string_view>{}(AbslView(s));
+  // Inline (key_hash.h): absl::Hash is a call through the PLT into a
+  // shared library on every decision by name.
+  [[gnu::always_inline]] static size_t HashName(std::string_view s) {
+    return HashKeyName(s);
   }
   // The high bits pick the shard; the low bits the slot.
   Shard& ShardOf(size_t hash) { return shards_[(hash >> 52) & shard_mask_]; }
 
   // Readers, inside an EpochGuard.
-  static Entry* Lookup(Shard& shard, std::string_view name, size_t hash) {
+  [[gnu::always_inline]] static Entry* Lookup(Shard& shard,
+                                              std::string_view name,
+                                              size_t hash) {
     // Acquire: the table's slots as published.
     const Table* t = shard.table.load(std::memory_order_acquire);
     if (t == nullptr) return nullptr;

@@ -64,16 +64,12 @@ Limiter::~Limiter() = default;
 // Each decision path builds one named result and finishes it in place
 // (ApplyShadow says why).
 Decision Limiter::TryAcquire(std::string_view key, int64_t cost) {
-  Decision d = core_->DecideByName(key, BandRequest{core_->Now(), cost});
-  core_->Finish(&d);
-  return d;
+  return core_->TryAcquireByName(key, cost, core_->Now());
 }
 
 Decision Limiter::TryAcquire(std::string_view key, int64_t cost,
                              int64_t now_ns) {
-  Decision d = core_->DecideByName(key, BandRequest{ClampTime(now_ns), cost});
-  core_->Finish(&d);
-  return d;
+  return core_->TryAcquireByName(key, cost, ClampTime(now_ns));
 }
 
 Decision Limiter::TryAcquire(const Handle& handle, int64_t cost) {

@@ -351,27 +351,6 @@ bool LimiterCore::IsRetired(KeyEntry* e) const {
   return e->dead.load(std::memory_order_seq_cst);
 }
 
-Decision LimiterCore::DecideByName(std::string_view key, const BandRequest& req,
-                                   int64_t* wait_ns) {
-  auto decide = [&](KeyEntry* e) {
-    if (e == nullptr) return KeyLimitDecision();
-    return Decide(e, req, wait_ns);
-  };
-  // One named result, returned on every path: it is the caller's return
-  // slot, so the band loop writes the decision there directly. (A copy
-  // out of a local read the loop's 8-byte stores back as 16-byte loads, a
-  // store-forwarding stall of about 4 ns on every decision by name.)
-  Decision d = req.cost < 0 || key.size() > max_key_bytes_
-                   ? InvalidArgumentDecision()
-                   : registry_.With(key, req.now_ns, decide);
-  // The key was retired while this decision looked at it: the registry no
-  // longer holds it, so the next lookup finds or creates its successor.
-  while (d.retry_after_ns == kRetryLookup) [[unlikely]] {
-      d = registry_.With(key, req.now_ns, decide);
-    }
-  return d;
-}
-
 namespace {
 
 Decision RetryLookupDecision() {
@@ -420,25 +399,97 @@ template <BandResult (*Eval)(const CompiledBand&, CellValue,
   }
 }
 
+// The lock-free decision for `e` under `s` (s->lock_free): the band's CAS
+// loop. Inline in both callers, so that a decision by name goes from the
+// lookup straight to the loop, one call fewer.
+[[gnu::always_inline]] inline Decision DispatchLockFree(const LimiterCore& core,
+                                                        const CompiledSpec* s,
+                                                        KeyEntry* e,
+                                                        const BandRequest& req,
+                                                        int64_t* wait_ns) {
+  AtomicCell& cell = e->cell(0);
+  switch (s->bands[0].cell_kind) {
+    case CellKind::kGcra:
+      return CasLoop<band::EvaluateGcra>(core, s, cell, req, wait_ns);
+    case CellKind::kStepwise:
+      return CasLoop<band::EvaluateStepwise>(core, s, cell, req, wait_ns);
+    case CellKind::kFixedWindow:
+      return CasLoop<band::EvaluateFixedWindow>(core, s, cell, req, wait_ns);
+    case CellKind::kSlidingCounter:
+      return CasLoop<band::EvaluateSlidingCounter>(core, s, cell, req, wait_ns);
+    case CellKind::kSlidingLog:
+      break;
+  }
+  // Unreachable: sliding logs are never lock-free.
+  return LimiterCore::InvalidArgumentDecision();
+}
+
 }  // namespace
 
 Decision LimiterCore::DecideLockFree(const CompiledSpec* s, KeyEntry* e,
                                      const BandRequest& req, int64_t* wait_ns) {
-  AtomicCell& cell = e->cell(0);
-  switch (s->bands[0].cell_kind) {
-    case CellKind::kGcra:
-      return CasLoop<band::EvaluateGcra>(*this, s, cell, req, wait_ns);
-    case CellKind::kStepwise:
-      return CasLoop<band::EvaluateStepwise>(*this, s, cell, req, wait_ns);
-    case CellKind::kFixedWindow:
-      return CasLoop<band::EvaluateFixedWindow>(*this, s, cell, req, wait_ns);
-    case CellKind::kSlidingCounter:
-      return CasLoop<band::EvaluateSlidingCounter>(*this, s, cell, req,
-                                                   wait_ns);
-    case CellKind::kSlidingLog:
-      break;
+  return DispatchLockFree(*this, s, e, req, wait_ns);
+}
+
+// Decide for an entry the registry found (null: the registry is full),
+// with the lock-free dispatch inlined (one call fewer).
+[[gnu::always_inline]] inline Decision LimiterCore::DecideFound(
+    KeyEntry* e, const BandRequest& req, int64_t* wait_ns) {
+  if (e == nullptr) [[unlikely]]
+    return KeyLimitDecision();
+  const CompiledSpec* s = spec();
+  if (s->lock_free) [[likely]]
+    return DispatchLockFree(*this, s, e, req, wait_ns);
+  return DecideLocked(e, req, wait_ns);
+}
+
+Decision LimiterCore::DecideByName(std::string_view key, const BandRequest& req,
+                                   int64_t* wait_ns) {
+  return DecideByNameInline(key, req, wait_ns);
+}
+
+Decision LimiterCore::TryAcquireByName(std::string_view key, int64_t cost,
+                                       int64_t now_ns) {
+  Decision d = DecideByNameInline(key, BandRequest{now_ns, cost}, nullptr);
+  Finish(&d);
+  return d;
+}
+
+[[gnu::always_inline]] inline Decision LimiterCore::DecideByNameInline(
+    std::string_view key, const BandRequest& req, int64_t* wait_ns) {
+  // One named result, returned on every path: it is the caller's return
+  // slot, so the band loop writes the decision there directly. (A copy
+  // out of a local read the loop's 8-byte stores back as 16-byte loads, a
+  // store-forwarding stall of about 4 ns on every decision by name.)
+  Decision d = req.cost < 0 || key.size() > max_key_bytes_
+                   ? InvalidArgumentDecision()
+                   : registry_.With(
+                         key, req.now_ns,
+                         // Inline: a call would put its
+                         // captures in memory.
+                         [&](KeyEntry * e) __attribute__((always_inline)) {
+                           return DecideFound(e, req, wait_ns);
+                         });
+  // The key was retired while this decision looked at it. Out of line, and
+  // `key` passed by value: nothing on the hot path takes its address (a
+  // spilled string_view reloaded as one 16-byte word is a store-forwarding
+  // stall, measured at a quarter of a decision by name).
+  if (d.retry_after_ns == kRetryLookup) [[unlikely]] {
+    d = RetryByName(key, req, wait_ns);
   }
-  return DecideLocked(e, req, wait_ns);  // unreachable: logs are locked
+  return d;
+}
+
+Decision LimiterCore::RetryByName(std::string_view key, const BandRequest& req,
+                                  int64_t* wait_ns) {
+  // The registry no longer holds the key, so the next lookup finds or
+  // creates its successor.
+  for (;;) {
+    Decision d = registry_.With(key, req.now_ns, [&](KeyEntry* e) {
+      return DecideFound(e, req, wait_ns);
+    });
+    if (d.retry_after_ns != kRetryLookup) return d;
+  }
 }
 
 BandResult LimiterCore::EvaluateLocked(KeyEntry* e, const CompiledSpec* s,
