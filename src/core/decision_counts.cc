@@ -4,15 +4,28 @@
 #include <atomic>
 #include <memory>
 #include <mutex>
+#include <new>
 #include <vector>
 
 namespace tokenlease::internal {
 namespace {
 
+// Cell arrays own whole aligned pairs of cache lines: two threads' arrays
+// never share a line (nor a pair the CPU prefetches together), or every
+// counted decision would write a line another core writes too.
+constexpr size_t kCellAlign = 128;
+constexpr uint32_t kCellsPerBlock = kCellAlign / sizeof(std::atomic<uint64_t>);
+struct FreeCells {
+  void operator()(std::atomic<uint64_t>* cells) const {
+    ::operator delete[](cells, std::align_val_t{kCellAlign});
+  }
+};
+using Cells = std::unique_ptr<std::atomic<uint64_t>[], FreeCells>;
+
 // One thread's cells (or, after its thread exited, a free array kept for
 // the next thread).
 struct ThreadArray {
-  std::unique_ptr<std::atomic<uint64_t>[]> cells;
+  Cells cells;
   uint32_t size = 0;
   bool in_use = false;
 };
@@ -55,10 +68,16 @@ struct ThreadOwner {
 thread_local ThreadOwner tls_owner;
 
 // A new array of `size` cells holding the `old_size` first cells of `old`.
-std::unique_ptr<std::atomic<uint64_t>[]> CopyCells(
-    const std::atomic<uint64_t>* old, uint32_t old_size, uint32_t size) {
-  std::unique_ptr<std::atomic<uint64_t>[]> cells(
-      new std::atomic<uint64_t>[size]);
+Cells CopyCells(const std::atomic<uint64_t>* old, uint32_t old_size,
+                uint32_t size) {
+  const size_t allocated =
+      (size + kCellsPerBlock - 1) / kCellsPerBlock * kCellsPerBlock;
+  void* block = ::operator new[](allocated * sizeof(std::atomic<uint64_t>),
+                                 std::align_val_t{kCellAlign});
+  Cells cells(static_cast<std::atomic<uint64_t>*>(block));
+  for (size_t i = 0; i < allocated; ++i) {
+    new (&cells[i]) std::atomic<uint64_t>(0);
+  }
   for (uint32_t i = 0; i < size; ++i) {
     // relaxed: the new array is not shared yet (it is published under the
     // registry's mutex), and the old one is only written by this thread.
@@ -138,6 +157,25 @@ void ReleaseDecisionCells(uint32_t base) {
     r.orphans[i] = 0;
   }
   r.free_bases.push_back(base);
+}
+
+int CountingThreads(uint32_t base, std::vector<uint64_t>* seen) {
+  Registry& r = Reg();
+  std::lock_guard<std::mutex> lock(r.mu);
+  // Arrays are only ever appended: index i is the same array each call.
+  if (seen->size() < r.arrays.size()) seen->resize(r.arrays.size(), 0);
+  int threads = 0;
+  for (size_t i = 0; i < r.arrays.size(); ++i) {
+    const ThreadArray* a = r.arrays[i];
+    uint64_t sum = 0;
+    for (uint32_t k = 0; k < kCountsPerLimiter && base + k < a->size; ++k) {
+      // relaxed: a count, as in SumDecisionCells.
+      sum += a->cells[base + k].load(std::memory_order_relaxed);
+    }
+    if (sum != (*seen)[i]) ++threads;
+    (*seen)[i] = sum;
+  }
+  return threads;
 }
 
 DecisionCounts SumDecisionCells(uint32_t base) {

@@ -27,6 +27,7 @@
 #define TOKENLEASE_SRC_CORE_DECISION_COUNTS_H_
 
 #include <cstdint>
+#include <vector>
 
 #include "tokenlease/internal/decision_counts.h"
 #include "tokenlease/metrics.h"
@@ -41,6 +42,12 @@ uint32_t AcquireDecisionCells();
 void ReleaseDecisionCells(uint32_t base);
 // The sums of the range starting at `base` over every thread.
 DecisionCounts SumDecisionCells(uint32_t base);
+
+// How many threads counted into the range starting at `base` since the
+// previous call with the same `seen` (which keeps each thread array's last
+// sum; start it empty). Takes the mutex; for a periodic check (the leased
+// mode's hot keys: several threads deciding on one limiter).
+int CountingThreads(uint32_t base, std::vector<uint64_t>* seen);
 
 // A limiter's range of cells, from construction to destruction.
 class DecisionCounter {

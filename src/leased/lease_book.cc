@@ -60,7 +60,9 @@ LeaseEntry* LeaseBook::NewEntry(std::string_view name) {
 void LeaseBook::FreeEntry(LeaseEntry* e) {
   // Only published entries have slices, and they are freed on the
   // reconciler's thread (the slicer's).
-  if (e->record.slice_index >= 0) slicer_.Forget(e);
+  if (e->record.slice_index >= 0 || e->record.slice_candidate >= 0) {
+    slicer_.Forget(e);
+  }
   e->~LeaseEntry();
   spares_.Free(e);
 }
@@ -201,6 +203,13 @@ void LeaseBook::ApplyGrant(LeaseEntry* e, const AcquireResult& res,
       std::max<int64_t>(
           1, static_cast<int64_t>(rec.lease_size * options_.low_water)),
       std::memory_order_relaxed);
+  // A lease end still closing the slices (an owner was preempted in its
+  // section, or an add-back was pending) is superseded by this grant: the
+  // lease goes on, its slices open again, and what was taken from them goes
+  // back to the balance. relaxed: a count of tokens.
+  if (slicer_.Closing(e)) {
+    e->balance.fetch_add(slicer_.Reopen(e), std::memory_order_relaxed);
+  }
   // relaxed: a count of tokens; it publishes nothing else. A hot key's
   // slices hold part of the leftover (a snapshot: at the return, what goes
   // back under the old id is also bounded by what is left beyond the new
@@ -447,9 +456,11 @@ bool LeaseBook::EndLease(LeaseEntry* e, int64_t now, LeaseCalls* out,
   if (e->Uncharged() > 0) Charge(e, out);
   // A hot key's slices first (their owners then decide from the balance),
   // then the balance: a token is in exactly one of them, and none can move
-  // from the balance to a slice after both were taken.
-  int64_t sliced = 0;
-  const bool closed = slicer_.Close(e, &sliced);
+  // from the balance to a slice once the slices are closed. A key without
+  // a lease whose slices hold nothing has nothing to close.
+  const bool close_slices =
+      rec.expires_at_ns != 0 || slicer_.Closing(e) || LeaseSlicer::Held(e) != 0;
+  const bool closed = !close_slices || slicer_.Close(e);
   // Takes the balance only when it is not negative: a negative balance is a
   // decision's failed subtraction that is about to be added back, and
   // taking it would let the add-back create tokens (or leave them behind
@@ -460,23 +471,24 @@ bool LeaseBook::EndLease(LeaseEntry* e, int64_t now, LeaseCalls* out,
       !e->balance.compare_exchange_weak(left, 0, std::memory_order_acq_rel)) {
   }
   if (!closed || left < 0) {
-    // relaxed: a count of tokens; the slices' tokens go back to the lease
-    // that goes on.
-    if (sliced != 0) e->balance.fetch_add(sliced, std::memory_order_relaxed);
-    slicer_.Reopen(e);
+    // Try again on the next step, when the add-back has landed (or the
+    // preempted slice owner left its critical section). The slices stay
+    // closed meanwhile and the tokens taken from them wait in the slicer:
+    // put back in the balance, they would hide the add-back.
     if (rec.expires_at_ns != 0) {
-      // Try again on the next step, when the add-back has landed (or the
-      // preempted slice owner left its critical section).
       rec.expires_at_ns = now + 1;
       ScheduleExpiry(e);
+      return false;
     }
     // Without a lease there is nothing to take back: a dry key being
-    // hammered must not hold up a ReturnAll (slices may still hold
-    // tokens: those wait for the next try).
-    return closed && rec.expires_at_ns == 0;
+    // hammered must not hold up a ReturnAll. Its slices' tokens go back to
+    // the balance (spendable as before the call).
+    // relaxed: a count of tokens.
+    const int64_t sliced = slicer_.Reopen(e);
+    if (sliced != 0) e->balance.fetch_add(sliced, std::memory_order_relaxed);
+    return closed;
   }
-  slicer_.Reopen(e);
-  left += sliced;
+  left += slicer_.Reopen(e);
   if (rec.expires_at_ns == 0 && left == 0) return true;
   if (rec.expires_at_ns != 0) {  // a lease ends (not a stray add-back)
     if (expired) {
@@ -595,7 +607,8 @@ bool LeaseBook::Evictable(LeaseEntry* e, int64_t now) {
   // relaxed loads: the caller holds the registry's writer lock (no lookup by
   // name), pins are zero (no handle), and the rest is this thread's state.
   return e->balance.load(std::memory_order_relaxed) == 0 &&
-         LeaseSlicer::Held(e) == 0 && e->Uncharged() == 0 &&
+         LeaseSlicer::Held(e) == 0 && !slicer_.Closing(e) &&
+         e->Uncharged() == 0 &&
          (e->flags.load(std::memory_order_relaxed) &
           (kRefillQueued | kDenied)) == 0 &&
          !rec.request_in_flight && !rec.charge_in_flight &&

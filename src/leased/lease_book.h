@@ -101,7 +101,9 @@ class LeaseBook {
   // deciding thread; LeaseOptions::spare_entries).
   LeaseEntry* NewEntry(std::string_view name);
   // Frees an entry no decision can reach (or one never published); its
-  // block goes back to the spares. Any thread.
+  // block goes back to the spares. The reconciler's thread for a published
+  // entry (its slices are the slicer's); any thread for one never
+  // published.
   void FreeEntry(LeaseEntry* e);
   // Tops the spare entry blocks up (allocates and faults their pages: the
   // reconciler's job, off the decision path).
@@ -147,6 +149,11 @@ class LeaseBook {
   // Hot keys' idle slices give their tokens back to the key's balance
   // (LeaseSlicer::Sweep).
   void SweepSlices(int64_t now) { slicer_.Sweep(now); }
+  // How many threads decided on the limiter since the last step
+  // (LeaseSlicer::NoteDecidingThreads).
+  void NoteDecidingThreads(int threads) {
+    slicer_.NoteDecidingThreads(threads);
+  }
   const LeaseSlicer& slicer() const { return slicer_; }
 
   // Charges the admissions from `e`'s local credit (the decision path queued

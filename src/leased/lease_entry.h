@@ -37,6 +37,11 @@ inline constexpr uint32_t kNearLimit = 256;    // Redis's last reply said at
                                                // fraction) x burst is left
                                                // (a metric; never blocks
                                                // eviction)
+inline constexpr uint32_t kManyThreads = 512;  // two threads asked for its
+                                               // refills: it gets slices
+                                               // once its lease is large
+                                               // (a hint; never blocks
+                                               // eviction)
 
 // LeaseRecord::last_active_ns of a key no sweep has seen yet: a decision
 // created it since the last sweep, maybe a decision still running on it.
@@ -80,6 +85,8 @@ struct LeaseRecord {
   int64_t credit_given = 0;
   // The key's place in the slicer's list (LeaseSlicer), -1 without slices.
   int32_t slice_index = -1;
+  // The key's place in the slicer's candidates, -1 if not one.
+  int32_t slice_candidate = -1;
 };
 
 // LeaseHot (balance, low_water) comes first: the decision path subtracts
@@ -122,6 +129,10 @@ struct alignas(64) LeaseEntry : LeaseHot {
   // The largest cost denied since the last lease request: the next request
   // asks for at least this much.
   std::atomic<int64_t> wanted_cost{0};
+  // The slice index (plus one) of the thread that last asked for a refill:
+  // another thread asking sets kManyThreads (LeaseSlicer: only keys that
+  // several threads decide on get slices). relaxed: a hint.
+  std::atomic<uint32_t> refiller{0};
 
   LeaseRecord record;  // the lease book's; reconciler thread only
 

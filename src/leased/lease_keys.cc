@@ -24,8 +24,9 @@ bool LeaseKeys::TryRetire(LeaseEntry* e, int64_t now_ns) {
   uint32_t f = e->flags.load(std::memory_order_relaxed);
   // seq_cst: one side of the store-load pair with a handle's pin (see
   // ShardedRegistry), and ordered against RequestRefill's fetch_or.
-  // kNearLimit is a metric: it never keeps a key in memory.
-  if ((f & ~kNearLimit) != 0 ||
+  // kNearLimit (a metric) and kManyThreads (a hint) never keep a key in
+  // memory.
+  if ((f & ~(kNearLimit | kManyThreads)) != 0 ||
       !e->flags.compare_exchange_strong(f, f | kRetired,
                                         std::memory_order_seq_cst)) {
     return false;
@@ -76,9 +77,9 @@ absl::StatusOr<LeaseKeyInfo> LeaseKeys::Inspect(std::string_view key) {
         }
         LeaseKeyInfo info;
         // relaxed: a monitoring snapshot.
-        info.balance =
-            e->balance.load(std::memory_order_relaxed) + LeaseSlicer::Held(e);
         info.sliced_tokens = LeaseSlicer::Held(e);
+        info.balance =
+            e->balance.load(std::memory_order_relaxed) + info.sliced_tokens;
         // acquire: see LeaseHot::slices.
         info.sliced = e->slices.load(std::memory_order_acquire) != nullptr;
         info.low_water = e->low_water.load(std::memory_order_relaxed);

@@ -1,6 +1,7 @@
 #include "leased/lease_slices.h"
 
 #include <linux/membarrier.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -8,7 +9,9 @@
 #include <atomic>
 #include <chrono>
 #include <mutex>
+#include <new>
 #include <thread>
+#include <utility>
 
 namespace tokenlease::internal {
 namespace {
@@ -57,22 +60,64 @@ bool RegisterMembarrier() {
   return Membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED) == 0;
 }
 
+// A page whose protection HeavyBarrier flips when membarrier fails: the
+// TLB shootdown that mprotect sends to every CPU running this process's
+// threads is a full barrier there (folly's asymmetric barrier falls back
+// on the same effect).
+char* BarrierPage() {
+  static char* const page = [] {
+    void* p = mmap(nullptr, 4096, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    return p == MAP_FAILED ? nullptr : static_cast<char*>(p);
+  }();
+  return page;
+}
+
 // Every running thread of the process passes a full memory barrier before
 // this returns (threads not running passed one when they were switched
-// out).
-void HeavyBarrier() { Membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED); }
+// out). membarrier can still fail after it was registered (ENOMEM, a
+// seccomp filter installed later); then the mprotect shootdown. False if
+// neither worked: the caller must not touch a slice's tokens.
+bool HeavyBarrier() {
+  if (Membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED) == 0) return true;
+  char* page = BarrierPage();
+  if (page == nullptr) return false;
+  // The page must be mapped and dirty for the protection change to send
+  // the shootdown.
+  *static_cast<volatile char*>(page) = 1;
+  if (mprotect(page, 4096, PROT_READ) != 0) return false;
+  return mprotect(page, 4096, PROT_READ | PROT_WRITE) == 0;
+}
 
-// Waits (bounded) for the owner of `slice` to leave its critical section;
-// after HeavyBarrier, a section that began later sees `revoked` and leaves
+// True once the owner of `slice` is outside its critical section, waiting
+// up to 20 us (a section is a few instructions; only a preempted owner
+// stays longer, and then the caller retries at its next step). After
+// HeavyBarrier, a section that began later sees `revoked` and leaves
 // without touching the tokens. acquire: the section's stores (tokens) are
 // visible once busy reads 0 (its release store).
 bool WaitNotBusy(const LeaseSlice& slice) {
-  // A section is a few instructions; only a preempted owner stays longer.
-  for (int i = 0; i < 4096; ++i) {
-    if (slice.busy.load(std::memory_order_acquire) == 0) return true;
-    if (i >= 64) std::this_thread::yield();
-  }
+  const auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::microseconds(20);
+  do {
+    for (int i = 0; i < 64; ++i) {
+      if (slice.busy.load(std::memory_order_acquire) == 0) return true;
+    }
+  } while (std::chrono::steady_clock::now() < deadline);
   return slice.busy.load(std::memory_order_acquire) == 0;
+}
+
+// A LeaseSlices header with `count` slices after it, in one block.
+std::unique_ptr<LeaseSlices, void (*)(LeaseSlices*)> NewSlices(uint32_t count) {
+  static_assert(sizeof(LeaseSlices) == sizeof(LeaseSlice));
+  constexpr std::align_val_t kAlign{alignof(LeaseSlice)};
+  void* block = ::operator new((count + 1) * sizeof(LeaseSlice), kAlign);
+  auto* s = new (block) LeaseSlices;
+  s->count = count;
+  for (uint32_t i = 0; i < count; ++i) new (&(*s)[i]) LeaseSlice;
+  return {s, [](LeaseSlices* p) {
+            // Trivially destructible parts: only the block is freed.
+            ::operator delete (p, std::align_val_t{alignof(LeaseSlice)});
+          }};
 }
 
 uint32_t AutomaticCount() {
@@ -110,7 +155,7 @@ SliceRefill RefillSlice(LeaseHot* e, LeaseSlices* s, int64_t cost,
   uint32_t index = tls_lease_slice;
   if (index == 0) index = ClaimLeaseSlice();
   if (index == 0 || index > s->count) return SliceRefill::kNoSlice;
-  LeaseSlice& slice = s->slice[index - 1];
+  LeaseSlice& slice = (*s)[index - 1];
   // The owner's critical section (lease_slices.h): relaxed accesses kept in
   // order by compiler fences; the slicer's membarrier supplies the rest.
   slice.busy.store(1, std::memory_order_relaxed);
@@ -157,10 +202,16 @@ SliceRefill RefillSlice(LeaseHot* e, LeaseSlices* s, int64_t cost,
 
 struct LeaseSlicer::Key {
   LeaseEntry* entry = nullptr;
-  LeaseSlices slices;
-  std::unique_ptr<LeaseSlice[]> storage;
+  // The header and its slices in one block (LeaseSlices).
+  std::unique_ptr<LeaseSlices, void (*)(LeaseSlices*)> slices{nullptr, nullptr};
   int64_t lease_size = 0;
   int active = 1;  // slices whose tokens changed at the last sweep (>= 1)
+  // A Close in progress: the slices are revoked (and the barrier ran);
+  // `taken` holds the tokens taken from them so far, `done` marks those
+  // taken. Until Reopen.
+  bool closing = false;
+  int64_t taken = 0;
+  std::vector<bool> done;
   // The sweep's view of each slice: its tokens when last seen, and since
   // when they have not changed.
   std::vector<int64_t> seen;
@@ -180,28 +231,42 @@ LeaseSlicer::Key* LeaseSlicer::Find(const LeaseEntry* e) const {
   return i < 0 ? nullptr : keys_[static_cast<size_t>(i)].get();
 }
 
+LeaseSlicer::Key* LeaseSlicer::Slice(LeaseEntry* e) {
+  auto key = std::make_unique<Key>();
+  key->entry = e;
+  key->slices = NewSlices(count_);
+  key->seen.assign(count_, 0);
+  key->unchanged_since.assign(count_, 0);
+  key->done.assign(count_, false);
+  Key* k = key.get();
+  e->record.slice_index = static_cast<int32_t>(keys_.size());
+  keys_.push_back(std::move(key));
+  return k;
+}
+
 void LeaseSlicer::OnGrant(LeaseEntry* e, int64_t lease_size) {
   Key* k = Find(e);
   if (k == nullptr) {
     if (threshold_ <= 0 || lease_size < threshold_ || !SlicesSupported()) {
       return;
     }
-    auto key = std::make_unique<Key>();
-    key->entry = e;
-    key->storage.reset(new LeaseSlice[count_]);
-    key->slices.count = count_;
-    key->slices.slice = key->storage.get();
-    key->seen.assign(count_, 0);
-    key->unchanged_since.assign(count_, 0);
-    k = key.get();
-    e->record.slice_index = static_cast<int32_t>(keys_.size());
-    keys_.push_back(std::move(key));
+    // acquire: a flag set by a deciding thread (a hint).
+    if (!(e->flags.load(std::memory_order_acquire) & kManyThreads) &&
+        deciding_threads_ < 2) {
+      // One thread decides on it (so far): slices would gain nothing.
+      if (e->record.slice_candidate < 0) {
+        e->record.slice_candidate = static_cast<int32_t>(candidates_.size());
+        candidates_.push_back(e);
+      }
+      return;
+    }
+    k = Slice(e);
   }
   k->lease_size = lease_size;
   SizeChunks(k);
   if (e->slices.load(std::memory_order_relaxed) == nullptr) {
     // release: the slices are built before a decision can find them.
-    e->slices.store(&k->slices, std::memory_order_release);
+    e->slices.store(k->slices.get(), std::memory_order_release);
   }
 }
 
@@ -209,48 +274,79 @@ void LeaseSlicer::SizeChunks(Key* k) {
   // A quarter of the lease spread over the active slices: the balance
   // keeps most of the lease for the slices that refill next, and a slice
   // holds less the more threads share the key. relaxed: a size hint.
-  k->slices.chunk_cap.store(
+  k->slices->chunk_cap.store(
       std::max<int64_t>(1, k->lease_size / (4 * k->active)),
       std::memory_order_relaxed);
 }
 
-bool LeaseSlicer::Close(LeaseEntry* e, int64_t* taken) {
+bool LeaseSlicer::Close(LeaseEntry* e) {
   Key* k = Find(e);
   if (k == nullptr) return true;
-  LeaseSlice* slice = k->slices.slice;
-  for (uint32_t i = 0; i < count_; ++i) {
-    // relaxed: HeavyBarrier orders it before the busy checks below.
-    slice[i].revoked.store(1, std::memory_order_relaxed);
-  }
-  HeavyBarrier();
-  for (uint32_t i = 0; i < count_; ++i) {
-    if (!WaitNotBusy(slice[i])) {
-      Reopen(e);
-      return false;
+  LeaseSlices& slice = *k->slices;
+  if (!k->closing) {
+    for (uint32_t i = 0; i < count_; ++i) {
+      // relaxed: HeavyBarrier orders it before the busy checks below.
+      slice[i].revoked.store(1, std::memory_order_relaxed);
     }
+    if (!HeavyBarrier()) return false;  // revoked, nothing taken: retry
+    k->closing = true;
+    k->done.assign(count_, false);
   }
-  int64_t sum = 0;
+  bool all = true;
   for (uint32_t i = 0; i < count_; ++i) {
-    // relaxed: no owner touches a revoked slice; Reopen's release store
-    // publishes the zero to the next section.
-    sum += slice[i].tokens.exchange(0, std::memory_order_relaxed);
+    if (k->done[i]) continue;
+    if (!WaitNotBusy(slice[i])) {
+      all = false;  // a preempted owner: this slice at the next try
+      continue;
+    }
+    // relaxed: no owner touches a revoked slice once it left its section;
+    // Reopen's release store publishes the zero to the next section.
+    k->taken += slice[i].tokens.exchange(0, std::memory_order_relaxed);
     slice[i].chunk.store(1, std::memory_order_relaxed);
     k->seen[i] = 0;
+    k->done[i] = true;
   }
-  *taken += sum;
-  return true;
+  return all;
 }
 
-void LeaseSlicer::Reopen(LeaseEntry* e) {
+bool LeaseSlicer::Closing(const LeaseEntry* e) const {
+  const Key* k = Find(e);
+  return k != nullptr && k->closing;
+}
+
+int64_t LeaseSlicer::Reopen(LeaseEntry* e) {
   Key* k = Find(e);
-  if (k == nullptr) return;
+  if (k == nullptr) return 0;
   for (uint32_t i = 0; i < count_; ++i) {
     // release: pairs with the owner's acquire load of revoked.
-    k->slices.slice[i].revoked.store(0, std::memory_order_release);
+    (*k->slices)[i].revoked.store(0, std::memory_order_release);
   }
+  k->closing = false;
+  return std::exchange(k->taken, 0);
+}
+
+void LeaseSlicer::DropCandidate(LeaseEntry* e) {
+  const int32_t i = e->record.slice_candidate;
+  if (i < 0) return;
+  candidates_[static_cast<size_t>(i)] = candidates_.back();
+  candidates_[static_cast<size_t>(i)]->record.slice_candidate = i;
+  candidates_.pop_back();
+  e->record.slice_candidate = -1;
 }
 
 void LeaseSlicer::Sweep(int64_t now) {
+  if (deciding_threads_ >= 2) {
+    // Several threads decide on this limiter: its hot keys get slices now.
+    while (!candidates_.empty()) {
+      LeaseEntry* e = candidates_.back();
+      const int64_t size = e->record.lease_granted;
+      DropCandidate(e);
+      if (e->slices.load(std::memory_order_relaxed) == nullptr) {
+        e->flags.fetch_or(kManyThreads, std::memory_order_acq_rel);
+        OnGrant(e, std::max(size, threshold_));
+      }
+    }
+  }
   // The idle slices of every key, revoked together behind one barrier.
   struct Idle {
     Key* key;
@@ -258,9 +354,16 @@ void LeaseSlicer::Sweep(int64_t now) {
   };
   std::vector<Idle> idle;
   for (const std::unique_ptr<Key>& k : keys_) {
+    // A key being closed (its lease ends) keeps its slices revoked; one
+    // whose balance is negative has an add-back on its way, which a
+    // return would hide from the lease's end (it waits for a balance that
+    // is not negative).
+    if (k->closing || k->entry->balance.load(std::memory_order_relaxed) < 0) {
+      continue;
+    }
     int active = 0;
     for (uint32_t i = 0; i < count_; ++i) {
-      LeaseSlice& slice = k->slices.slice[i];
+      LeaseSlice& slice = (*k->slices)[i];
       // relaxed: a snapshot; a stale value only delays the return.
       const int64_t tokens = slice.tokens.load(std::memory_order_relaxed);
       if (tokens != k->seen[i]) {
@@ -276,10 +379,10 @@ void LeaseSlicer::Sweep(int64_t now) {
     SizeChunks(k.get());
   }
   if (idle.empty()) return;
-  HeavyBarrier();
+  const bool fenced = HeavyBarrier();
   for (const Idle& x : idle) {
-    LeaseSlice& slice = x.key->slices.slice[x.index];
-    if (WaitNotBusy(slice)) {
+    LeaseSlice& slice = (*x.key->slices)[x.index];
+    if (fenced && WaitNotBusy(slice)) {
       // relaxed (exchange): as in Close. relaxed (balance): a count of
       // tokens; they move from the slice to the balance, never both.
       const int64_t tokens =
@@ -294,6 +397,7 @@ void LeaseSlicer::Sweep(int64_t now) {
 }
 
 void LeaseSlicer::Forget(LeaseEntry* e) {
+  DropCandidate(e);
   const int32_t i = e->record.slice_index;
   if (i < 0) return;
   const size_t last = keys_.size() - 1;
@@ -313,7 +417,7 @@ int64_t LeaseSlicer::Held(const LeaseEntry* e) {
   int64_t sum = 0;
   for (uint32_t i = 0; i < s->count; ++i) {
     // relaxed: a snapshot.
-    sum += s->slice[i].tokens.load(std::memory_order_relaxed);
+    sum += (*s)[i].tokens.load(std::memory_order_relaxed);
   }
   return sum;
 }

@@ -17,8 +17,8 @@
 // stores visible). Without membarrier (old kernels, some seccomp
 // profiles) no key gets slices.
 //
-// Single-threaded (the reconciler's), except ClaimLeaseSlice and
-// RefillSlice (deciding threads).
+// Single-threaded (the reconciler's), except ClaimLeaseSlice, NoteRefiller
+// and RefillSlice (deciding threads).
 #ifndef TOKENLEASE_SRC_LEASED_LEASE_SLICES_H_
 #define TOKENLEASE_SRC_LEASED_LEASE_SLICES_H_
 
@@ -35,6 +35,22 @@ namespace tokenlease::internal {
 // (the lowest index no live thread holds; given back when the thread
 // exits). Sets tls_lease_slice.
 uint32_t ClaimLeaseSlice();
+
+// The calling thread asks for `e`'s refill (Reconciler::RequestRefill):
+// when another thread asked last, the key is decided on by several threads
+// and is marked kManyThreads (LeaseSlicer gives only such keys slices: a
+// key one thread decides on gains nothing from them). A store only when
+// the asking thread changes; a refill is asked for about once a lease.
+inline void NoteRefiller(LeaseEntry* e) {
+  uint32_t me = tls_lease_slice;
+  if (me == 0) me = ClaimLeaseSlice();
+  // relaxed (refiller): a hint.
+  const uint32_t last = e->refiller.load(std::memory_order_relaxed);
+  if (me == 0 || last == me) return;
+  // acq_rel: as every flag change (the other bits are shared).
+  if (last != 0) e->flags.fetch_or(kManyThreads, std::memory_order_acq_rel);
+  e->refiller.store(me, std::memory_order_relaxed);
+}
 
 // True if this process can use slices (membarrier is available and
 // registered; checked once).
@@ -73,14 +89,25 @@ class LeaseSlicer {
   // largest refill chunk.
   void OnGrant(LeaseEntry* e, int64_t lease_size);
 
-  // Takes every token `e`'s slices hold (adds them to *taken) and leaves
-  // the slices revoked: the owners decide from the balance until Reopen.
-  // False if an owner stayed inside its critical section (it was
-  // preempted there): nothing is taken, the slices are open again; retry
-  // at a later step.
-  bool Close(LeaseEntry* e, int64_t* taken);
-  // Lets the owners decide from their slices again (after Close).
-  void Reopen(LeaseEntry* e);
+  // Closes `e`'s slices for the end of its lease: revokes them (the
+  // owners then decide from the balance), runs the process-wide barrier
+  // once, and takes the tokens of every slice whose owner is outside its
+  // critical section. True once every slice is taken; false if an owner was
+  // preempted inside its section (or no barrier could run): the slices stay
+  // revoked and a later Close takes the rest. The tokens taken wait in the
+  // slicer until Reopen.
+  bool Close(LeaseEntry* e);
+  // True between the first Close of a lease's end and Reopen.
+  bool Closing(const LeaseEntry* e) const;
+  // Lets the owners decide from their slices again and returns the tokens
+  // Close took (0 without slices).
+  int64_t Reopen(LeaseEntry* e);
+
+  // At each step, before Sweep: how many threads decided on the limiter
+  // since the last step (CountingThreads). From two on, keys whose lease
+  // reached the threshold get slices now, without waiting for a refill
+  // (kManyThreads).
+  void NoteDecidingThreads(int threads) { deciding_threads_ = threads; }
 
   // At each step: slices whose tokens did not change for idle_ns give them
   // back to the key's balance (and their refill size starts small again),
@@ -100,12 +127,19 @@ class LeaseSlicer {
  private:
   struct Key;  // one sliced key's slices and the sweep's view of them
   Key* Find(const LeaseEntry* e) const;
+  // Gives `e` slices (and the slicer's record of them).
+  Key* Slice(LeaseEntry* e);
+  void DropCandidate(LeaseEntry* e);
   static void SizeChunks(Key* k);
 
   const int64_t threshold_;
   const uint32_t count_;
   const int64_t idle_ns_;
   std::vector<std::unique_ptr<Key>> keys_;  // LeaseRecord::slice_index
+  // Keys whose lease reached the threshold, not (yet) decided on by
+  // several threads (LeaseRecord::slice_candidate).
+  std::vector<LeaseEntry*> candidates_;
+  int deciding_threads_ = 0;
 };
 
 }  // namespace tokenlease::internal

@@ -20,6 +20,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
 #include "base/absl_view.h"
+#include "core/decision_counts.h"
 #include "core/limiter_core.h"
 #include "leased/lease_book.h"
 #include "leased/lease_decider.h"
@@ -80,6 +81,11 @@ class LeasedLimiter::Impl {
     });
     reconciler_.SetStepHook([this](int64_t now_ns) {
       if (census_ != nullptr) census_->MaybeTick(now_ns);
+      // Hot keys get slices once several threads decide (LeaseSlicer).
+      if (options_.lease.slice_threshold > 0) {
+        book_.NoteDecidingThreads(
+            internal::CountingThreads(policy_.count_base(), &counting_seen_));
+      }
       ApplyPendingSpec();
     });
     if (options_.stats_callback) {
@@ -177,6 +183,9 @@ class LeasedLimiter::Impl {
   // Set when destruction begins: no stats callback from then on. Relaxed
   // (store and load): a hint, see the callback.
   std::atomic<bool> closing_{false};
+  // The threads' decision counts at the last step (CountingThreads; the
+  // reconciler's thread).
+  std::vector<uint64_t> counting_seen_;
   internal::FailurePolicy policy_;
   // Destroyed in reverse: the reconciler (stopped first) before the keys
   // and the book it uses.

@@ -38,8 +38,8 @@ absl::Status LeaseOptions::Validate() const {
       CheckInteger("LeaseOptions.slice_threshold", slice_threshold, 0,
                    int64_t{1} << 40),
       CheckInteger("LeaseOptions.slices_per_key", slices_per_key, 0, 1024),
-      CheckDuration("LeaseOptions.slice_idle", slice_idle,
-                    absl::ZeroDuration(), absl::Minutes(1)),
+      CheckDuration("LeaseOptions.slice_idle", slice_idle, absl::ZeroDuration(),
+                    absl::Minutes(1)),
   });
 }
 

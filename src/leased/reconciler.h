@@ -25,6 +25,7 @@
 #include "base/sharded_registry.h"
 #include "leased/lease_book.h"
 #include "leased/lease_entry.h"
+#include "leased/lease_slices.h"
 #include "leased/lease_transport.h"
 #include "tokenlease/clock.h"
 #include "tokenlease/leased.h"
@@ -79,6 +80,7 @@ class Reconciler {
   void RequestRefill(LeaseEntry* e) {
     // relaxed: a hint; the fetch_or below decides.
     const uint32_t f = e->flags.load(std::memory_order_relaxed);
+    if (!(f & kManyThreads)) NoteRefiller(e);
     if (f & (kRefillQueued | kDenied)) return;
     // acq_rel: exactly one caller wins the flag and enqueues. A retired
     // key is never queued (its entry is freed after the grace period, not

@@ -17,27 +17,38 @@ namespace tokenlease::internal {
 // marked by `busy`; the reconciler takes its tokens only after setting
 // `revoked` and a process-wide memory barrier (membarrier), so the owner
 // needs no locked instruction and a token is never spent twice. Each slice
-// has its own cache line.
-struct alignas(64) LeaseSlice {
+// has its own pair of cache lines (CPUs prefetch lines in aligned pairs: two
+// threads' slices in one pair would still share).
+struct alignas(128) LeaseSlice {
   // Tokens of the instance's lease held by this slice.
   std::atomic<int64_t> tokens{0};
-  // How many tokens the owner's next refill takes from the key's balance
-  // (grows while the owner keeps refilling; reset when the slice idles).
-  std::atomic<int64_t> chunk{1};
-  // 1 while the owner is inside its critical section.
-  std::atomic<uint32_t> busy{0};
   // 1 while the reconciler takes (or has taken) the tokens: the owner
   // decides from the key's balance instead.
   std::atomic<uint32_t> revoked{0};
+  // How many tokens the owner's next refill takes from the key's balance
+  // (grows while the owner keeps refilling; reset when the slice idles).
+  std::atomic<int64_t> chunk{1};
+  // 1 while the owner is inside its critical section. In the line's other
+  // half: a load of `revoked` or `tokens` right after the store of `busy`
+  // must not wait on it (measured: a load from the same 16 bytes as a
+  // pending narrower store stalled the section on this AMD machine).
+  alignas(32) std::atomic<uint32_t> busy{0};
 };
 
-// A hot key's slices, one per thread slice index below `count`.
-struct LeaseSlices {
+// A hot key's slices, one per thread slice index below `count`, laid out
+// right after this header (one allocation: the slice's address is computed,
+// not loaded).
+struct alignas(128) LeaseSlices {
   uint32_t count = 0;
   // The largest refill chunk (set by the reconciler from the lease size and
   // the number of active slices). relaxed: a size hint.
   std::atomic<int64_t> chunk_cap{1};
-  LeaseSlice* slice = nullptr;  // `count` of them
+  LeaseSlice& operator[](uint32_t i) {
+    return reinterpret_cast<LeaseSlice*>(this + 1)[i];
+  }
+  const LeaseSlice& operator[](uint32_t i) const {
+    return reinterpret_cast<const LeaseSlice*>(this + 1)[i];
+  }
 };
 
 // The calling thread's slice index plus one (0: none claimed yet).
@@ -56,7 +67,7 @@ inline constinit thread_local uint32_t tls_lease_slice
   if (i >= s.count) [[unlikely]] {
     return false;
   }
-  LeaseSlice& slice = s.slice[i];
+  LeaseSlice& slice = s[i];
   // relaxed stores and loads kept in order by the compiler fence; the
   // reconciler's membarrier orders them against its revoke.
   slice.busy.store(1, std::memory_order_relaxed);
