@@ -167,6 +167,9 @@ struct LeaseStats {
   int64_t overshoot_tokens = 0;
   // Keys near their limit (LeasedLimiterOptions::near_limit_fraction).
   uint64_t near_limit_keys = 0;
+  // Hot keys whose lease is spread over per-thread slices
+  // (LeaseOptions::slice_threshold).
+  uint64_t sliced_keys = 0;
 };
 
 // A snapshot of a limit shared through Redis (DirectLimiter::stats(),

@@ -108,6 +108,8 @@ void LeaseKeys::AddGauges(SharedLimitStats* stats) {
     // relaxed: a snapshot of the flags (a metric, nothing read through it).
     const uint32_t f = e->flags.load(std::memory_order_relaxed);
     if ((f & kNearLimit) && (f & (kHasLease | kDenied))) ++s->near_limit_keys;
+    // relaxed: a count of keys (nothing read through the pointer).
+    if (e->slices.load(std::memory_order_relaxed) != nullptr) ++s->sliced_keys;
   });
   s->overshoot_tokens = s->held_tokens + s->credit_tokens + s->uncharged_tokens;
 }

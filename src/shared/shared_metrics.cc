@@ -93,6 +93,9 @@ constexpr Series kSeries[] = {
     {Part::kLease, "tokenlease_spare_misses_total",
      "New keys that allocated on the deciding thread.",
      [](const S& s) { return s.lease.spare_misses; }, nullptr},
+    {Part::kLease, "tokenlease_sliced_keys",
+     "Hot keys whose lease is spread over per-thread slices.", nullptr,
+     [](const S& s) { return double(s.lease.sliced_keys); }},
     {Part::kLease, "tokenlease_near_limit_keys",
      "Keys holding a lease or a refusal whose last reply said at most (1 - "
      "near_limit_fraction) x burst is left.",

@@ -568,11 +568,12 @@ std::string Summary(const DemoOptions& o, const RunRecord& run, const Totals& t,
       absl::StrAppendFormat(
           &out,
           "leases: %d requests, %d tokens granted, %d returned, %d refused; "
-          "%d charges (%d tokens); %d new keys without a spare entry\n",
+          "%d charges (%d tokens); %d new keys without a spare entry; "
+          "%d sliced keys at the end (summed over instances)\n",
           m("lease_requests_total"), m("tokens_granted_total"),
           m("tokens_returned_total"), m("lease_refusals_total"),
           m("charges_total"), m("tokens_charged_total"),
-          m("spare_misses_total"));
+          m("spare_misses_total"), m("sliced_keys"));
     }
   }
   if (!o.csv.empty()) absl::StrAppend(&out, "csv: ", o.csv, "\n");
