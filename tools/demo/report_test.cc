@@ -324,7 +324,8 @@ TEST(ReportTest, RedisLinesFromTheLimitersMetrics) {
                             {"tokenlease_redis_timeouts_total", 3},
                             {"tokenlease_redis_late_replies_total", 2},
                             {"tokenlease_redis_resets_total", 1},
-                            {"tokenlease_redis_errors_total", 4}};
+                            {"tokenlease_redis_errors_total", 4},
+                            {"tokenlease_sliced_keys", 1}};
   run.reports[0].commands_with_shutdown = 410;
   const std::string s = SummaryOf(o, run);
   EXPECT_THAT(s, HasSubstr("\nredis: 400 commands (410 with the shutdown's), "
@@ -332,7 +333,8 @@ TEST(ReportTest, RedisLinesFromTheLimitersMetrics) {
                            "replies, 1 resets, 4 errors\n"));
   EXPECT_THAT(s, HasSubstr("\nleases: 380 requests, 0 tokens granted, 0 "
                            "returned, 7 refused; 6 charges (60 tokens); 0 new "
-                           "keys without a spare entry\n"));
+                           "keys without a spare entry; 1 sliced keys at the "
+                           "end (summed over instances)\n"));
 }
 
 TEST(ReportTest, RedisCpuPerDecision) {
