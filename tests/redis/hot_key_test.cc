@@ -13,9 +13,9 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "testing/leased_fixture.h"
 #include "testing/redis_test.h"
 #include "testing/specs.h"
-#include "tokenlease/direct.h"
 #include "tokenlease/leased.h"
 
 namespace tokenlease {
@@ -25,33 +25,9 @@ using ::tokenlease::testing::AnchoredAt;
 
 constexpr absl::Duration kSyncBound = absl::Seconds(20);
 
-class HotKeyTest : public tokenlease::testing::RedisTest {
+class HotKeyTest : public tokenlease::testing::LeasedFixture<
+                       tokenlease::testing::RedisTest> {
  protected:
-  std::unique_ptr<LeasedLimiter> Make(const LimitSpec& spec,
-                                      const LeaseOptions& lease, Clock* clock) {
-    LeasedLimiterOptions options;
-    options.connection = NewConnection();
-    options.key_prefix = prefix();
-    options.lease = lease;
-    options.clock = clock;
-    auto limiter = LeasedLimiter::Create(spec, options);
-    EXPECT_TRUE(limiter.ok()) << limiter.status();
-    return limiter.ok() ? *std::move(limiter) : nullptr;
-  }
-
-  // What Redis says is left of `key` (a cost-0 direct call).
-  int64_t RedisRemaining(const LimitSpec& spec, const std::string& key) {
-    DirectLimiterOptions options;
-    options.connection = NewConnection();
-    options.key_prefix = prefix();
-    auto direct = DirectLimiter::Create(spec, options);
-    EXPECT_TRUE(direct.ok()) << direct.status();
-    if (!direct.ok()) return -1;
-    const Decision d = (*direct)->TryAcquire(key, 0, absl::Seconds(5));
-    EXPECT_EQ(d.source, DecisionSource::kDirect);
-    return d.remaining;
-  }
-
   // Options that give a key slices as soon as its lease reaches 64 tokens.
   static LeaseOptions Sliced() {
     LeaseOptions lease;

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "testing/leased_fixture.h"
 #include "testing/redis_test.h"
 #include "testing/specs.h"
 #include "tokenlease/direct.h"
@@ -47,48 +48,7 @@ LimitSpec Anchored(LimitSpec spec) {
   return AnchoredAt(std::move(spec), absl::Now());
 }
 
-// Leased limiters on the fixture's server (`Fixture` is RedisTest, or
-// PrivateRedisTest for the tests that freeze their server).
-template <typename Fixture>
-class LeasedFixture : public Fixture {
- protected:
-  std::unique_ptr<LeasedLimiter> Make(const LimitSpec& spec,
-                                      const LeaseOptions& lease,
-                                      Clock* clock = nullptr) {
-    LeasedLimiterOptions options;
-    options.connection = this->NewConnection();
-    options.key_prefix = this->prefix();
-    options.lease = lease;
-    options.clock = clock;
-    auto limiter = LeasedLimiter::Create(spec, options);
-    EXPECT_TRUE(limiter.ok()) << limiter.status();
-    return limiter.ok() ? *std::move(limiter) : nullptr;
-  }
-
-  // The shared limit's remaining tokens as Redis sees them (a cost-0 direct
-  // call charges nothing; 0 when the key is in debt).
-  int64_t RedisRemaining(const LimitSpec& spec, const std::string& key) {
-    return RedisRemaining(spec, std::vector<std::string>{key})[0];
-  }
-  std::vector<int64_t> RedisRemaining(const LimitSpec& spec,
-                                      const std::vector<std::string>& keys) {
-    DirectLimiterOptions options;
-    options.connection = this->NewConnection();
-    options.key_prefix = this->prefix();
-    auto direct = DirectLimiter::Create(spec, options);
-    EXPECT_TRUE(direct.ok()) << direct.status();
-    std::vector<int64_t> remaining;
-    for (const std::string& key : keys) {
-      const Decision d = direct.ok()
-                             ? (*direct)->TryAcquire(key, 0, absl::Seconds(5))
-                             : Decision{};
-      EXPECT_EQ(d.source, DecisionSource::kDirect);
-      remaining.push_back(d.source == DecisionSource::kDirect ? d.remaining
-                                                              : -1);
-    }
-    return remaining;
-  }
-};
+using ::tokenlease::testing::LeasedFixture;
 
 // The most a smooth token bucket or GCRA `spec` refills in Redis over a
 // span this test measured as `elapsed` on its steady clock: whole tokens
