@@ -77,22 +77,25 @@ struct SharedLimitOptions : LimiterOptions {
   FailureMode failure_mode = FailureMode::kFailClosed;
   // kFailLocal: how many instances share the limit; each enforces
   // 1/fallback_instances of it while Redis is away (with instance_group:
-  // until the first count). Too small: the instances together admit more
-  // than the limit during an outage; too large: less. 1 .. 65536.
+  // at most that share in the first announce_ttl, then the counted
+  // instances'). Too small: the instances together admit more than the
+  // limit during an outage; too large: less. 1 .. 65536.
   int32_t fallback_instances = 1;
   // Instance discovery, for kFailLocal's share. Empty (the default): the
   // share is of fallback_instances. Otherwise every limiter of this group
   // announces itself in Redis every announce_ttl / 3, in the sorted set
   // "{<key_prefix><instance_group>}:instances" (docs/lua-protocol.md,
   // announce.lua; Redis's time), and the share is of the instances whose
-  // announcement has not expired: the highest count seen within the last
-  // announce_ttl (so a share never grows while the instances of a Redis
-  // that restarted empty announce themselves again), fallback_instances
-  // until the first count, and the last count while Redis is away. Direct
-  // and leased limiters of one group count each other. A direct limiter
-  // has no thread: it announces from its calls, so one that makes no call
-  // for announce_ttl drops out of the count until its next call. Give
-  // different limits different groups. 1 .. 256 bytes without '{' or '}'.
+  // announcement has not expired: the highest count seen within the
+  // announce_ttl before Redis's last answer (so a share never grows while
+  // the instances of a Redis that restarted empty announce themselves
+  // again, nor while Redis is away); fallback_instances counts as seen at
+  // the start (instances started together may not all have announced when
+  // the first count comes). Direct and leased limiters of one group count
+  // each other. A direct limiter has no thread: it announces from its
+  // calls, so one that makes no call for announce_ttl drops out of the
+  // count until its next call. Give different limits different groups.
+  // 1 .. 256 bytes without '{' or '}'.
   std::string instance_group;
   // How long an announcement lasts: a stopped instance leaves the count
   // after at most this long (one that ends normally leaves at once), and

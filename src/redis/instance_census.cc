@@ -47,21 +47,27 @@ void InstanceCensus::Tick(int64_t now_ns) {
   // acquire: pairs with the callback's release store of the count.
   const int64_t latest =
       replies_->latest.exchange(-1, std::memory_order_acquire);
+  // The initial count counts as seen at the first Tick: instances that
+  // start together have not all announced yet, so a first reply may count
+  // fewer (measured: an instance that then lost Redis enforced the whole
+  // limit alone while its peer enforced half).
+  if (history_.empty())
+    history_.push_back({now_ns, count_.load(std::memory_order_relaxed)});
   if (latest >= 0) {
     history_.push_back({now_ns, static_cast<int32_t>(std::clamp<int64_t>(
                                     latest, 1, kMaxInstances))});
   }
-  // Counts older than a ttl go, except the newest: the last known count
-  // is kept while Redis does not answer.
-  while (history_.size() > 1 && history_.front().at_ns <= now_ns - ttl_ns_) {
+  // Counts a ttl older than the newest go: the window ends at the last
+  // reply, not now, so while Redis does not answer the count stays the
+  // highest of the last ttl it did answer for.
+  while (history_.size() > 1 &&
+         history_.front().at_ns <= history_.back().at_ns - ttl_ns_) {
     history_.pop_front();
   }
-  if (!history_.empty()) {
-    int32_t highest = 1;
-    for (const Seen& s : history_) highest = std::max(highest, s.count);
-    // relaxed: see count().
-    count_.store(highest, std::memory_order_relaxed);
-  }
+  int32_t highest = 1;
+  for (const Seen& s : history_) highest = std::max(highest, s.count);
+  // relaxed: see count().
+  count_.store(highest, std::memory_order_relaxed);
 
   // acquire: pairs with the callback's release store (its count was
   // folded in above, or will be at the next Tick).

@@ -53,10 +53,12 @@ class InstanceCensus {
   void Tick(int64_t now_ns);
 
   // The count the local share divides by: the highest count Redis reported
-  // within the last ttl, so that a count falls only after a whole ttl (an
-  // instance's share does not grow while the announcements of a Redis that
-  // restarted empty come back in); kept while Redis does not answer;
-  // initial_count before the first reply. 1 .. kMaxInstances. Any thread.
+  // within the ttl before its last reply, so that a count falls only after
+  // a whole ttl (an instance's share does not grow while the announcements
+  // of a Redis that restarted empty come back in, nor while Redis does not
+  // answer). initial_count counts as reported at the first Tick (instances
+  // starting together may not all have announced when the first reply
+  // comes). 1 .. kMaxInstances. Any thread.
   int32_t count() const {
     // relaxed: a value on its own; readers need nothing it did not carry.
     return count_.load(std::memory_order_relaxed);

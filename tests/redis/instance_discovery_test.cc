@@ -23,8 +23,10 @@ using testing::WaitUntil;
 
 class InstanceDiscoveryTest : public testing::PrivateRedisTest {
  protected:
-  std::unique_ptr<LeasedLimiter> Make(const std::string& group = "g") {
+  std::unique_ptr<LeasedLimiter> Make(const std::string& group = "g",
+                                      int32_t fallback_instances = 1) {
     LeasedLimiterOptions options;
+    options.fallback_instances = fallback_instances;
     options.connection = NewConnection();
     options.key_prefix = prefix();
     options.clock = &clock_;
@@ -125,6 +127,42 @@ TEST_F(InstanceDiscoveryTest, ALimiterThatEndsLeavesTheCount) {
   ASSERT_TRUE(WaitUntil(
       [&] { return a->connection().health() == RedisHealth::kDown; }));
   EXPECT_EQ(AdmittedDuringOutage(*a, "k", 1000), 900);
+}
+
+// Instances that start together do not all announce before the first
+// count: a limiter that first counts itself alone keeps fallback_instances
+// for an announce_ttl, and through an outage that begins then (found in the
+// demo: one instance enforced the whole limit, its peer half).
+TEST_F(InstanceDiscoveryTest, AFirstCountBelowTheFallbackDoesNotGrowTheShare) {
+  auto a = Make("g", /*fallback_instances=*/3);
+  ASSERT_TRUE(a);
+  ASSERT_TRUE(WaitUntil([&] { return a->stats().announcements > 0; }));
+  // The census ticks every ttl / 30: the step after this folds the count of
+  // 1 in.
+  clock_.Advance(kTtl / 30);
+  ASSERT_TRUE(a->Sync(kWaitBound).ok());
+  EXPECT_EQ(
+      client().Run({"ZCARD", internal::InstancesKey(prefix(), "g")}).integer,
+      1);
+  EXPECT_EQ(a->stats().instances, 3);
+
+  server().Kill();
+  ASSERT_TRUE(WaitUntil(
+      [&] { return a->connection().health() == RedisHealth::kDown; }));
+  EXPECT_EQ(AdmittedDuringOutage(*a, "k", 400), 300);
+  // Still while Redis stays away, however long: no answer moves the window.
+  const uint64_t failures = a->stats().announce_failures;
+  clock_.Advance(kTtl * 2);
+  ASSERT_TRUE(
+      WaitUntil([&] { return a->stats().announce_failures > failures; }));
+  EXPECT_EQ(a->stats().instances, 3);
+}
+
+// Once a whole ttl of answers says 1, the share is of 1.
+TEST_F(InstanceDiscoveryTest, TheFallbackCountLastsOneTtlWhileRedisAnswers) {
+  auto a = Make("g", /*fallback_instances=*/3);
+  ASSERT_TRUE(a);
+  ASSERT_TRUE(WaitForCount({a.get()}, 1));
 }
 
 // A DirectLimiter announces itself from its calls (it has no thread), in

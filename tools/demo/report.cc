@@ -199,6 +199,11 @@ Totals Aggregate(const RunRecord& run) {
     for (const auto& [series, value] : r.metrics) t.metrics[series] += value;
     t.last_ns = std::max(t.last_ns, r.last_ns);
     t.commands_with_shutdown += r.commands_with_shutdown;
+    for (const HealthEvent& e : r.events) {
+      if (e.to != Health::kDown) continue;
+      const double s = (e.ns - run.start_ns) / 1e9;
+      if (t.first_down_s < 0 || s < t.first_down_s) t.first_down_s = s;
+    }
   }
   t.per_key = SumByRank(std::move(keys));
   t.duration_s = (t.last_ns - run.start_ns) / 1e9;
@@ -233,9 +238,13 @@ int OutageExtraBursts(const DemoOptions& o) {
   return o.outage_kind == OutageKind::kKill && !o.start_empty ? 1 : 0;
 }
 
-Bound BoundOf(const DemoOptions& o, Span span, double seconds) {
+Bound BoundOf(const DemoOptions& o, Span span, double seconds,
+              bool unplanned_outage) {
   const int k = OutageExtraBursts(o);
-  if (k < 0 && (span == Span::kDuring || span == Span::kWhole)) {
+  const bool outage_terms = span == Span::kWhole || span == Span::kBusiest ||
+                            (span == Span::kBefore && unplanned_outage);
+  if (k < 0 && (span == Span::kDuring || span == Span::kWhole ||
+                (span == Span::kBefore && unplanned_outage))) {
     return {-1, "none (fail_open)"};
   }
   if (WindowAlgorithm(o) && (span == Span::kWhole || span == Span::kBusiest)) {
@@ -254,13 +263,14 @@ Bound BoundOf(const DemoOptions& o, Span span, double seconds) {
     add(static_cast<double>(o.limit) * seconds, "L t");
     add(static_cast<double>(o.burst), "B");
   }
-  if ((span == Span::kWhole || span == Span::kBusiest) && k > 0) {
+  if (outage_terms && k > 0) {
     add(k * static_cast<double>(o.burst), absl::StrCat(k, " B"));
   }
   // Leases (and local credit) taken before a span may be spent in it.
   if (span == Span::kBusiest) {
     add(static_cast<double>(o.instances * s.held), "N M");
-  } else if (span != Span::kBefore && span != Span::kWhole) {
+  } else if ((span != Span::kBefore || unplanned_outage) &&
+             span != Span::kWhole) {
     add(static_cast<double>(o.instances * (s.local_allowance + s.held)),
         "N (A + M)");
   }
@@ -286,7 +296,10 @@ std::vector<PhaseRow> PhaseRows(const DemoOptions& o, const Totals& t) {
     row.to_s = whole ? d : edges[p + 1];
     if (row.Seconds() <= 0 && !whole) continue;  // interrupted before it
     row.admitted = whole ? t.all.hot_admitted : t.phases[p].hot_admitted;
-    row.bound = BoundOf(o, static_cast<Span>(p), row.Seconds());
+    const bool unplanned =
+        p == kBeforeOutage && t.first_down_s >= 0 && t.first_down_s < row.to_s;
+    row.bound = BoundOf(o, static_cast<Span>(p), row.Seconds(), unplanned);
+    if (unplanned) row.name = "before*";
     row.latency = Latencies(t.samples, [&](const Sample& s) {
       return whole || PhaseAt(o, s.t_ns) == p;
     });
@@ -481,6 +494,14 @@ std::string Summary(const DemoOptions& o, const RunRecord& run, const Totals& t,
                           run.windows);
   }
   out += Table(o, PhaseRows(o, t));
+  if (o.HasOutage() && t.first_down_s >= 0 && t.first_down_s < o.outage_at) {
+    absl::StrAppendFormat(
+        &out,
+        "before*: an instance judged Redis down at %.2f s, "
+        "before the planned outage (a stalled server): the "
+        "failure mode decided, and the outage's terms apply\n",
+        t.first_down_s);
+  }
   if (o.HasOutage()) {
     // When the instances judged Redis down (no reply for down_after) and
     // heard from it again: the outage as they lived it. A cluster is

@@ -77,6 +77,10 @@ struct Totals {
   absl::flat_hash_map<std::string, double> metrics;
   int64_t last_ns = 0, commands_with_shutdown = 0;
   double duration_s = 0;  // start to the last decision
+  // When an instance first judged Redis down (seconds since the start; -1:
+  // never). Before a planned outage, a stalled Redis did it: the failure
+  // mode decided then, and that phase's bound has the outage's terms.
+  double first_down_s = -1;
 
   // A metric summed over the instances (0 if absent).
   double Metric(const std::string& series) const;
@@ -94,8 +98,11 @@ struct Bound {
   std::string formula;
 };
 enum class Span { kBefore, kDuring, kAfter, kWhole, kBusiest, kKey };
-// The bound (above) of a span of `seconds`.
-Bound BoundOf(const DemoOptions& o, Span span, double seconds);
+// The bound (above) of a span of `seconds`. `unplanned_outage`: the
+// instances judged Redis down in a kBefore span (a stalled server), so the
+// failure mode's terms are added as for the outage.
+Bound BoundOf(const DemoOptions& o, Span span, double seconds,
+              bool unplanned_outage = false);
 // The max lease, M (one instance's) and A of the bounds.
 struct Symbols {
   int64_t max_lease = 0, held = 0, local_allowance = 0;

@@ -229,6 +229,29 @@ RunRecord MakeRun(int64_t per_window) {
   return run;
 }
 
+// A stalled Redis judged down before the planned outage: the failure mode
+// decided in "before", whose bound then has the outage's terms.
+TEST(PhasesTest, RedisJudgedDownBeforeThePlannedOutageAddsTheOutageTerms) {
+  RunRecord run = MakeRun(5000);
+  run.reports[0].events = {
+      {At(0.49), Health::kHealthy, Health::kDown, "no reply"},
+      {At(0.9), Health::kDown, Health::kHealthy, ""}};
+  Outage r = Admitting(10000, 10000, 10000);
+  r.t.first_down_s = Aggregate(run).first_down_s;
+  EXPECT_NEAR(r.t.first_down_s, 0.49, 1e-9);
+  const std::vector<PhaseRow> rows = Rows(Options(), r);
+  EXPECT_EQ(rows[0].name, "before*");
+  EXPECT_EQ(rows[0].bound.value, 10000 * 8 + 1000 + 2 * 1000 + 2 * (250 + 199));
+  EXPECT_EQ(rows[0].bound.formula, "L t + B + 2 B + N (A + M)");
+  EXPECT_EQ(rows[1].bound.formula, "L t + B + N (A + M)");  // as planned
+  EXPECT_THAT(Summary(Options(), r.run, r.t, RedisFigures{}),
+              HasSubstr("\nbefore*: an instance judged Redis down at 0.49 s, "
+                        "before the planned outage"));
+  // Down only within the planned outage: "before" keeps its bound.
+  r.t.first_down_s = 8.27;
+  EXPECT_EQ(Rows(Options(), r)[0].bound.formula, "L t + B");
+}
+
 // The options of `args` resolved for 2 CPUs.
 DemoOptions Resolved(const std::vector<std::string>& args) {
   absl::StatusOr<CommandLine> c = ParseFlags(args);
