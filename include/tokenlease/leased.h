@@ -235,8 +235,12 @@ class LeasedLimiter {
   // handle (one a relaxed atomic), one relaxed fetch_sub and one relaxed
   // load on the key, and four compares, in the caller's code; counting it
   // (LimiterStats::decisions) adds a load and a store to a line only the
-  // calling thread writes.
-  Decision TryAcquire(const Handle& handle, int64_t cost = 1) {
+  // calling thread writes. Always inlined: GCC left the counted decision
+  // as a call that returned the 32-byte Decision through memory, and the
+  // next decision's locked fetch_sub waited for those stores to drain
+  // (6-7 ns a decision instead of 3; docs/benchmarks.md, "Hot key").
+  [[gnu::always_inline]] Decision TryAcquire(const Handle& handle,
+                                             int64_t cost = 1) {
     return Decide<true>(handle, cost);
   }
 
@@ -287,7 +291,7 @@ class LeasedLimiter {
   // benchmarks decide without counting (internal::LeaseBenchmarkAccess),
   // to measure what counting costs: the two differ in nothing else.
   template <bool kCount>
-  Decision Decide(const Handle& handle, int64_t cost) {
+  [[gnu::always_inline]] Decision Decide(const Handle& handle, int64_t cost) {
     internal::LeaseHot* e = handle.entry_;
     // No load of the balance precedes the subtraction: on x86 a locked
     // instruction waits for earlier loads, and that dependent load cost
@@ -334,8 +338,9 @@ class LeasedLimiter {
   // and stores on a line only this thread writes. Else (no slice claimed
   // yet, too few tokens, or the reconciler is taking them) FromSlices.
   template <bool kCount>
-  Decision DecideSliced(const Handle& handle, internal::LeaseSlices& s,
-                        int64_t cost) {
+  [[gnu::always_inline]] Decision DecideSliced(const Handle& handle,
+                                               internal::LeaseSlices& s,
+                                               int64_t cost) {
     int64_t remaining;
     if (internal::TakeFromSlice(s, cost, &remaining)) [[likely]] {
       if constexpr (kCount) {

@@ -12,9 +12,9 @@ namespace tokenlease::internal {
 // The handle decision without counting it (LimiterStats::decisions), to
 // show what counting costs: the two paths differ in nothing else.
 struct LeaseBenchmarkAccess {
-  static Decision TryAcquireUncounted(LeasedLimiter& limiter,
-                                      const LeasedLimiter::Handle& handle,
-                                      int64_t cost = 1) {
+  [[gnu::always_inline]] static Decision TryAcquireUncounted(
+      LeasedLimiter& limiter, const LeasedLimiter::Handle& handle,
+      int64_t cost = 1) {
     return limiter.Decide<false>(handle, cost);
   }
 };
