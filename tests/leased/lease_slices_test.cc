@@ -11,6 +11,8 @@
 #include <thread>
 #include <vector>
 
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
 #include "leased/lease_entry.h"
 
 namespace tokenlease::internal {
@@ -185,13 +187,17 @@ TEST(LeaseSlicesTest, TokensAreNeverSpentTwiceUnderRacingTakeBacks) {
   e.flags.store(kManyThreads);  // several threads decide on it
   std::atomic<bool> stop{false};
   std::atomic<int64_t> admitted{0};
+  std::atomic<int> admitting{0};  // threads that have admitted once
   std::vector<std::thread> threads;
   for (int t = 0; t < kThreads; ++t) {
     threads.emplace_back([&, t] {
       const int64_t cost = t % 3 == 0 ? 1 : t % 3 == 1 ? 2 : 5;
       int64_t mine = 0;
       while (!stop.load(std::memory_order_relaxed)) {
-        if (Decide(&e, cost)) mine += cost;
+        if (Decide(&e, cost)) {
+          if (mine == 0) admitting.fetch_add(1);
+          mine += cost;
+        }
         // Some threads pause now and then, so that their slices idle.
         if (t >= 4 && mine % 1000 < cost) std::this_thread::yield();
       }
@@ -199,11 +205,24 @@ TEST(LeaseSlicesTest, TokensAreNeverSpentTwiceUnderRacingTakeBacks) {
     });
   }
   int64_t granted = 0, taken_back = 0, now = 0;
-  bool closing = false;
-  for (int g = 0; g < kGrants; ++g) {
+  auto grant = [&] {
     e.balance.fetch_add(kGrant);
     granted += kGrant;
     slicer.OnGrant(&e, kGrant);
+  };
+  // The rounds race only once every thread decides: on a loaded machine
+  // they start late (the rounds alone take a few ms). Grants meanwhile as
+  // the balance runs low; bounded for a machine that never runs them.
+  const absl::Time deadline = absl::Now() + absl::Seconds(60);
+  while (admitting.load() < kThreads && absl::Now() < deadline) {
+    if (e.balance.load() < kGrant) grant();
+    slicer.Sweep(now += kMs);
+    std::this_thread::yield();
+  }
+  EXPECT_EQ(admitting.load(), kThreads);
+  bool closing = false;
+  for (int g = 0; g < kGrants; ++g) {
+    grant();
     std::this_thread::yield();
     slicer.Sweep(now += kMs);
     if (g % 4 == 3) {  // a lease ends: slices first, then the balance
