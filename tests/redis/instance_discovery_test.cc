@@ -158,10 +158,24 @@ TEST_F(InstanceDiscoveryTest, AFirstCountBelowTheFallbackDoesNotGrowTheShare) {
   EXPECT_EQ(a->stats().instances, 3);
 }
 
-// Once a whole ttl of answers says 1, the share is of 1.
+// The fallback count lasts one ttl from the start: the share is of 1 only
+// once a whole ttl of answers says 1, not at the first of them.
 TEST_F(InstanceDiscoveryTest, TheFallbackCountLastsOneTtlWhileRedisAnswers) {
   auto a = Make("g", /*fallback_instances=*/3);
   ASSERT_TRUE(a);
+  // Waits for the n-th answer, then lets a census tick (every ttl / 30)
+  // fold it in.
+  auto folded = [&](uint64_t n) {
+    ASSERT_TRUE(WaitUntil([&] { return a->stats().announcements >= n; }));
+    clock_.Advance(kTtl / 30);
+    ASSERT_TRUE(a->Sync(kWaitBound).ok());
+  };
+  folded(1);  // a count of 1 at ttl / 30
+  EXPECT_EQ(a->stats().instances, 3);
+  clock_.Advance(kTtl / 2);  // the next announcement is due
+  ASSERT_TRUE(a->Sync(kWaitBound).ok());
+  folded(2);  // another 1, well within a ttl of the start
+  EXPECT_EQ(a->stats().instances, 3);
   ASSERT_TRUE(WaitForCount({a.get()}, 1));
 }
 
