@@ -328,6 +328,22 @@ void Register(const std::vector<Transport>& transports, Load load) {
                         })
           ->ThreadRange(1, 8)
           ->UseRealTime();
+      const std::string uncounted =
+          Name(LeaseImpl(t), "one_key_handle_uncounted", load);
+      RegisterBenchmark(uncounted.c_str(),
+                        [c, admit, uncounted](State& s) {
+                          const LeaseHandle h = c->handle;
+                          RunLoop(
+                              s,
+                              [c, &h] {
+                                return tokenlease::internal::
+                                    LeaseBenchmarkAccess::TryAcquireUncounted(
+                                        *c->limiter, h);
+                              },
+                              admit ? uncounted.c_str() : nullptr);
+                        })
+          ->ThreadRange(1, 8)
+          ->UseRealTime();
       LeaseCase* u = MakeLeaseCase(t, load, 4, /*sliced=*/false);
       const std::string unsliced =
           Name(LeaseImpl(t), "one_key_handle_unsliced", load);

@@ -276,7 +276,9 @@ class LeasedLimiter {
 
   // A snapshot of the counters and gauges (SharedLimitStats, with its
   // `lease` part). Walks the keys in memory for the gauges (O(keys)); takes
-  // a process-wide mutex briefly to sum the decision counts. Any thread.
+  // a process-wide mutex briefly to sum the decision counts, and the
+  // limiter's slices mutex to add those counted in hot keys' slices
+  // (O(slices ever in use at once)). Any thread.
   SharedLimitStats stats() const;
   // A copy of the spec in force when called.
   LimitSpec spec() const;
@@ -335,18 +337,15 @@ class LeasedLimiter {
 
   // A hot key: pays `cost` from the calling thread's slice, in the slice
   // owner's critical section (tokenlease/internal/lease_hot.h): plain loads
-  // and stores on a line only this thread writes. Else (no slice claimed
+  // and stores on a line only this thread writes, the decision counted in
+  // the slice (LeaseSlice::ended). Else (no slice claimed
   // yet, too few tokens, or the reconciler is taking them) FromSlices.
   template <bool kCount>
   [[gnu::always_inline]] Decision DecideSliced(const Handle& handle,
                                                internal::LeaseSlices& s,
                                                int64_t cost) {
     int64_t remaining;
-    if (internal::TakeFromSlice(s, cost, &remaining)) [[likely]] {
-      if constexpr (kCount) {
-        internal::CountDecision(
-            internal::DecisionCell(count_base_, true, DecisionSource::kLease));
-      }
+    if (internal::TakeFromSlice<kCount>(s, cost, &remaining)) [[likely]] {
       return internal::LeaseAdmitted(remaining);
     }
     return FromSlices<kCount>(handle, cost);

@@ -41,7 +41,7 @@ class LeaseDecider {
     if (LeaseSlices* s = e->slices.load(std::memory_order_acquire))
         [[unlikely]] {
       int64_t remaining;
-      if (cost > 0 && TakeFromSlice(*s, cost, &remaining)) [[likely]] {
+      if (cost > 0 && TakeFromSlice<false>(*s, cost, &remaining)) [[likely]] {
         return LeaseAdmitted(remaining);
       }
       return FromSlices(e, s, cost, may_wait);

@@ -89,21 +89,25 @@ bool HeavyBarrier() {
   return mprotect(page, 4096, PROT_READ | PROT_WRITE) == 0;
 }
 
-// True once the owner of `slice` is outside its critical section, waiting
-// up to 20 us (a section is a few instructions; only a preempted owner
-// stays longer, and then the caller retries at its next step). After
-// HeavyBarrier, a section that began later sees `revoked` and leaves
-// without touching the tokens. acquire: the section's stores (tokens) are
-// visible once busy reads 0 (its release store).
+// True once the owner of `slice` is outside its section (started ==
+// ended), waiting up to 20 us (a section is a few instructions; only a
+// preempted owner stays longer, and then the caller retries at its next
+// step). After HeavyBarrier, a section that began later sees `revoked` and
+// leaves without touching the tokens. acquire (both): the section's stores
+// (tokens) are visible once its end is (its release store of either).
+bool NoSectionInFlight(const LeaseSlice& slice) {
+  return slice.started.load(std::memory_order_acquire) ==
+         slice.ended.load(std::memory_order_acquire);
+}
 bool WaitNotBusy(const LeaseSlice& slice) {
   const auto deadline =
       std::chrono::steady_clock::now() + std::chrono::microseconds(20);
   do {
     for (int i = 0; i < 64; ++i) {
-      if (slice.busy.load(std::memory_order_acquire) == 0) return true;
+      if (NoSectionInFlight(slice)) return true;
     }
   } while (std::chrono::steady_clock::now() < deadline);
-  return slice.busy.load(std::memory_order_acquire) == 0;
+  return NoSectionInFlight(slice);
 }
 
 // A LeaseSlices header with `count` slices after it, in one block.
@@ -156,13 +160,15 @@ SliceRefill RefillSlice(LeaseHot* e, LeaseSlices* s, int64_t cost,
   if (index == 0) index = ClaimLeaseSlice();
   if (index == 0 || index > s->count) return SliceRefill::kNoSlice;
   LeaseSlice& slice = (*s)[index - 1];
-  // The owner's critical section (lease_slices.h): relaxed accesses kept in
-  // order by compiler fences; the slicer's membarrier supplies the rest.
-  slice.busy.store(1, std::memory_order_relaxed);
+  // The owner's section (lease_hot.h, TakeFromSlice): relaxed accesses kept
+  // in order by compiler fences; the slicer's membarrier supplies the rest.
+  // It ends by setting `started` back: the caller counts what it admits.
+  const uint64_t n = slice.ended.load(std::memory_order_relaxed);
+  slice.started.store(n + 1, std::memory_order_relaxed);
   std::atomic_signal_fence(std::memory_order_seq_cst);
   // acquire: after a Reopen, the slicer's exchange of the tokens is seen.
   if (slice.revoked.load(std::memory_order_acquire)) {
-    slice.busy.store(0, std::memory_order_release);
+    slice.started.store(n, std::memory_order_release);
     return SliceRefill::kNoSlice;
   }
   const int64_t held = slice.tokens.load(std::memory_order_relaxed);
@@ -192,8 +198,9 @@ SliceRefill RefillSlice(LeaseHot* e, LeaseSlices* s, int64_t cost,
       result = SliceRefill::kShort;
     }
   }
-  // release: the tokens' store is visible to a slicer that reads busy = 0.
-  slice.busy.store(0, std::memory_order_release);
+  // release: the tokens' store is visible to a slicer that sees the
+  // section ended.
+  slice.started.store(n, std::memory_order_release);
   return result;
 }
 
@@ -202,8 +209,9 @@ SliceRefill RefillSlice(LeaseHot* e, LeaseSlices* s, int64_t cost,
 
 struct LeaseSlicer::Key {
   LeaseEntry* entry = nullptr;
-  // The header and its slices in one block (LeaseSlices).
-  std::unique_ptr<LeaseSlices, void (*)(LeaseSlices*)> slices{nullptr, nullptr};
+  // The header and its slices in one block (LeaseSlices), owned by the
+  // slicer's blocks_.
+  LeaseSlices* slices = nullptr;
   int64_t lease_size = 0;
   int active = 1;  // slices whose tokens changed at the last sweep (>= 1)
   // A Close in progress: the slices are revoked (and the barrier ran);
@@ -234,7 +242,25 @@ LeaseSlicer::Key* LeaseSlicer::Find(const LeaseEntry* e) const {
 LeaseSlicer::Key* LeaseSlicer::Slice(LeaseEntry* e) {
   auto key = std::make_unique<Key>();
   key->entry = e;
-  key->slices = NewSlices(count_);
+  if (spare_.empty()) {
+    auto block = NewSlices(count_);
+    key->slices = block.get();
+    std::lock_guard<std::mutex> lock(blocks_mu_);
+    blocks_.push_back(std::move(block));
+  } else {
+    // A forgotten key's block: its owners' counts stay; the rest starts
+    // as new (no decision reaches a forgotten key, and its tokens were
+    // taken or are spent with its lease).
+    key->slices = spare_.back();
+    spare_.pop_back();
+    for (uint32_t i = 0; i < count_; ++i) {
+      LeaseSlice& slice = (*key->slices)[i];
+      // relaxed: the block is published by OnGrant's release store.
+      slice.tokens.store(0, std::memory_order_relaxed);
+      slice.revoked.store(0, std::memory_order_relaxed);
+      slice.chunk.store(1, std::memory_order_relaxed);
+    }
+  }
   key->seen.assign(count_, 0);
   key->unchanged_since.assign(count_, 0);
   key->done.assign(count_, false);
@@ -266,7 +292,7 @@ void LeaseSlicer::OnGrant(LeaseEntry* e, int64_t lease_size) {
   SizeChunks(k);
   if (e->slices.load(std::memory_order_relaxed) == nullptr) {
     // release: the slices are built before a decision can find them.
-    e->slices.store(k->slices.get(), std::memory_order_release);
+    e->slices.store(k->slices, std::memory_order_release);
   }
 }
 
@@ -285,7 +311,7 @@ bool LeaseSlicer::Close(LeaseEntry* e) {
   LeaseSlices& slice = *k->slices;
   if (!k->closing) {
     for (uint32_t i = 0; i < count_; ++i) {
-      // relaxed: HeavyBarrier orders it before the busy checks below.
+      // relaxed: HeavyBarrier orders it before the section checks below.
       slice[i].revoked.store(1, std::memory_order_relaxed);
     }
     if (!HeavyBarrier()) return false;  // revoked, nothing taken: retry
@@ -400,6 +426,7 @@ void LeaseSlicer::Forget(LeaseEntry* e) {
   DropCandidate(e);
   const int32_t i = e->record.slice_index;
   if (i < 0) return;
+  spare_.push_back(keys_[static_cast<size_t>(i)]->slices);
   const size_t last = keys_.size() - 1;
   if (static_cast<size_t>(i) != last) {
     keys_[static_cast<size_t>(i)] = std::move(keys_[last]);
@@ -418,6 +445,18 @@ int64_t LeaseSlicer::Held(const LeaseEntry* e) {
   for (uint32_t i = 0; i < s->count; ++i) {
     // relaxed: a snapshot.
     sum += (*s)[i].tokens.load(std::memory_order_relaxed);
+  }
+  return sum;
+}
+
+uint64_t LeaseSlicer::Admitted() const {
+  std::lock_guard<std::mutex> lock(blocks_mu_);
+  uint64_t sum = 0;
+  for (const auto& block : blocks_) {
+    for (uint32_t i = 0; i < block->count; ++i) {
+      // relaxed: a count publishes nothing (as the threads' counts).
+      sum += (*block)[i].ended.load(std::memory_order_relaxed);
+    }
   }
   return sum;
 }

@@ -7,15 +7,15 @@
 // it creates the slices, sizes their refills, takes their tokens back when
 // the lease ends (Close) or when a slice idles (Sweep), and frees them.
 //
-// The owner's critical section (busy = 1, check revoked, read and write
-// tokens, busy = 0) uses relaxed stores and loads; the slicer's side sets
-// `revoked`, runs a process-wide memory barrier (membarrier(2),
-// MEMBARRIER_CMD_PRIVATE_EXPEDITED), then waits for `busy` to be 0 before
-// it touches `tokens`. The barrier makes the pair a Dekker handshake
-// without a fence on the owner's side: either the owner's section saw
-// `revoked`, or the slicer sees it in progress (or finished, with its
-// stores visible). Without membarrier (old kernels, some seccomp
-// profiles) no key gets slices.
+// The owner's section (started = ended + 1, check revoked, read and write
+// tokens, then ended + 1 or started back) uses relaxed stores and loads;
+// the slicer's side sets `revoked`, runs a process-wide memory barrier
+// (membarrier(2), MEMBARRIER_CMD_PRIVATE_EXPEDITED), then waits for
+// started == ended before it touches `tokens`. The barrier makes the pair
+// a Dekker handshake without a fence on the owner's side: either the
+// owner's section saw `revoked`, or the slicer sees it in progress (or
+// ended, with its stores visible). Without membarrier (old kernels, some
+// seccomp profiles) no key gets slices.
 //
 // Single-threaded (the reconciler's), except ClaimLeaseSlice, NoteRefiller
 // and RefillSlice (deciding threads).
@@ -24,6 +24,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <vector>
 
 #include "leased/lease_entry.h"
@@ -121,6 +122,12 @@ class LeaseSlicer {
   // thread.
   static int64_t Held(const LeaseEntry* e);
 
+  // Decisions admitted inline from any key's slices since the slicer was
+  // made (LeaseSlice::ended, summed over every block of slices it ever
+  // made: a forgotten key's block is kept for the next hot key, counts and
+  // all). Takes blocks_mu_. Any thread.
+  uint64_t Admitted() const;
+
   uint32_t slices_per_key() const { return count_; }
   size_t sliced_keys() const { return keys_.size(); }
 
@@ -140,6 +147,14 @@ class LeaseSlicer {
   // several threads (LeaseRecord::slice_candidate).
   std::vector<LeaseEntry*> candidates_;
   int deciding_threads_ = 0;
+  // Every block of slices made (freed with the slicer), and those no key
+  // uses (forgotten keys'), reused before a new one is made: a block's
+  // decision counts must outlive its key (Admitted), and blocks are few
+  // (at most the keys sliced at once). The list is read by Admitted (any
+  // thread) and appended to by the reconciler: guarded by blocks_mu_.
+  mutable std::mutex blocks_mu_;
+  std::vector<std::unique_ptr<LeaseSlices, void (*)(LeaseSlices*)>> blocks_;
+  std::vector<LeaseSlices*> spare_;  // reconciler's only
 };
 
 }  // namespace tokenlease::internal

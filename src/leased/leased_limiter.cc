@@ -149,7 +149,8 @@ class LeasedLimiter::Impl {
     SharedLimitStats s;
     s.mode = LimiterMode::kLeased;
     s.redis_calls = reconciler_.batch_calls();
-    policy_.Fill(&s, /*share_keys=*/false);
+    // Hot keys' slices count the decisions they admit inline.
+    policy_.Fill(&s, /*share_keys=*/false, book_.slicer().Admitted());
     s.lease = book_.stats();
     // const_cast: the walk only reads the registry (epoch-guarded).
     const_cast<internal::LeaseKeys&>(keys_).AddGauges(&s);

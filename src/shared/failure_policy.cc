@@ -101,8 +101,11 @@ absl::Status FailurePolicy::UpdateSpec(const LimitSpec& spec) {
   return fallback_ != nullptr ? fallback_->UpdateSpec(spec) : absl::OkStatus();
 }
 
-void FailurePolicy::Fill(SharedLimitStats* s, bool share_keys) const {
+void FailurePolicy::Fill(SharedLimitStats* s, bool share_keys,
+                         uint64_t lease_admitted) const {
   s->decisions = counter_.Sum();
+  s->decisions.admitted[static_cast<int>(DecisionSource::kLease)] +=
+      lease_admitted;
   // relaxed: statistics.
   const uint64_t calls = calls_.load(std::memory_order_relaxed);
   if (calls > 0) s->redis_calls = calls;

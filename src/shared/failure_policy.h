@@ -73,8 +73,11 @@ class FailurePolicy {
   // Fills decisions, redis_calls (this policy's count if it counted calls,
   // else the caller's, set before), decisions_per_call, redis_errors,
   // key_errors and instances (the share's, else fallback_instances), and
-  // `keys` with the share's keys when `share_keys`.
-  void Fill(SharedLimitStats* s, bool share_keys) const;
+  // `keys` with the share's keys when `share_keys`. `lease_admitted`:
+  // decisions admitted from the lease that the caller counted outside the
+  // threads' counts (a leased limiter's slices), added to decisions.
+  void Fill(SharedLimitStats* s, bool share_keys,
+            uint64_t lease_admitted = 0) const;
 
  private:
   const FailureMode mode_;

@@ -21,12 +21,21 @@ namespace {
 constexpr int64_t kMs = 1'000'000;
 
 // One decision on `e` for `cost` as the decision path makes it: from the
-// thread's slice (refilled from the balance), else from the balance.
-bool Decide(LeaseEntry* e, int64_t cost) {
+// thread's slice inline (counted in the slice if `counted`, as a handle
+// decision; else not, as a decision by name), else from the slice
+// refilled from the balance, else from the balance. `*inline_admits`
+// counts the inline admissions the slice counted.
+bool Decide(LeaseEntry* e, int64_t cost, bool counted = false,
+            int64_t* inline_admits = nullptr) {
   LeaseSlices* s = e->slices.load(std::memory_order_acquire);
   int64_t remaining = 0;
   bool low = false;
   if (s != nullptr) {
+    if (counted ? TakeFromSlice<true>(*s, cost, &remaining)
+                : TakeFromSlice<false>(*s, cost, &remaining)) {
+      if (counted && inline_admits != nullptr) ++*inline_admits;
+      return true;
+    }
     switch (RefillSlice(e, s, cost, &remaining, &low)) {
       case SliceRefill::kAdmitted:
         return true;
@@ -147,8 +156,8 @@ TEST(LeaseSlicesTest, CloseTakesEverySliceAndTheOwnersUseTheBalance) {
   slicer.Forget(&e);
 }
 
-// An owner preempted inside its critical section (its `busy` set, as the
-// test does by hand) holds the close of that slice only: the others are
+// An owner preempted inside its section (`started` one past `ended`, as
+// the test sets by hand) holds the close of that slice only: the others are
 // taken, the slices stay revoked, and a later Close takes the rest.
 TEST(LeaseSlicesTest, AClosePreemptedOwnerIsFinishedAtALaterTry) {
   if (!SlicesSupported()) GTEST_SKIP() << "membarrier(2) is not available";
@@ -158,19 +167,51 @@ TEST(LeaseSlicesTest, AClosePreemptedOwnerIsFinishedAtALaterTry) {
   slicer.OnGrant(&e, 1'000);
   LeaseSlices* s = e.slices.load();
   for (uint32_t i = 0; i < 4; ++i) (*s)[i].tokens.store(10 * (i + 1));
-  (*s)[2].busy.store(1);  // "inside its section"
+  (*s)[2].started.store((*s)[2].ended.load() + 1);  // "inside its section"
   EXPECT_FALSE(slicer.Close(&e));
   EXPECT_TRUE(slicer.Closing(&e));
   EXPECT_EQ(LeaseSlicer::Held(&e), 30);  // slice 2 is left alone
   for (uint32_t i = 0; i < 4; ++i) EXPECT_EQ((*s)[i].revoked.load(), 1u);
   (*s)[2].tokens.store(29);  // its section ends, having spent one
-  (*s)[2].busy.store(0);
+  (*s)[2].ended.store((*s)[2].ended.load() + 1);
   EXPECT_TRUE(slicer.Close(&e));
   EXPECT_EQ(LeaseSlicer::Held(&e), 0);
   EXPECT_EQ(slicer.Reopen(&e), 10 + 20 + 29 + 40);
   EXPECT_FALSE(slicer.Closing(&e));
   for (uint32_t i = 0; i < 4; ++i) EXPECT_EQ((*s)[i].revoked.load(), 0u);
   slicer.Forget(&e);
+}
+
+// A hot key's inline decisions are counted in its slices; when the key is
+// forgotten its block goes to the next hot key with the counts, so the
+// limiter's count never goes back.
+TEST(LeaseSlicesTest, AForgottenKeysCountsStayWithItsBlock) {
+  if (!SlicesSupported()) GTEST_SKIP() << "membarrier(2) is not available";
+  LeaseSlicer slicer(/*threshold=*/64, /*slices_per_key=*/4, 20 * kMs);
+  int64_t counted = 0;
+  LeaseEntry a("a");
+  a.flags.store(kManyThreads);
+  a.balance.store(1'000);
+  slicer.OnGrant(&a, 1'000);
+  for (int i = 0; i < 10; ++i) ASSERT_TRUE(Decide(&a, 1, true, &counted));
+  for (int i = 0; i < 5; ++i) ASSERT_TRUE(Decide(&a, 1));  // by name
+  EXPECT_GT(counted, 0);  // the first decision refills: not inline
+  EXPECT_EQ(slicer.Admitted(), static_cast<uint64_t>(counted));
+  ASSERT_TRUE(slicer.Close(&a));
+  slicer.Reopen(&a);
+  LeaseSlices* block = a.slices.load();
+  slicer.Forget(&a);
+  EXPECT_EQ(slicer.Admitted(), static_cast<uint64_t>(counted));
+  LeaseEntry b("b");
+  b.flags.store(kManyThreads);
+  b.balance.store(1'000);
+  slicer.OnGrant(&b, 1'000);
+  EXPECT_EQ(b.slices.load(), block);  // reused
+  EXPECT_EQ(LeaseSlicer::Held(&b), 0);
+  for (int i = 0; i < 10; ++i) ASSERT_TRUE(Decide(&b, 1, true, &counted));
+  EXPECT_EQ(slicer.Admitted(), static_cast<uint64_t>(counted));
+  EXPECT_EQ(b.balance.load() + LeaseSlicer::Held(&b), 1'000 - 10);
+  slicer.Forget(&b);
 }
 
 // The stress: threads decide with costs 1, 2 and 5 while the test ends
@@ -187,14 +228,15 @@ TEST(LeaseSlicesTest, TokensAreNeverSpentTwiceUnderRacingTakeBacks) {
   e.flags.store(kManyThreads);  // several threads decide on it
   std::atomic<bool> stop{false};
   std::atomic<int64_t> admitted{0};
-  std::atomic<int> admitting{0};  // threads that have admitted once
+  std::atomic<int> admitting{0};    // threads that have admitted once
+  std::atomic<int64_t> counted{0};  // inline admissions the slices counted
   std::vector<std::thread> threads;
   for (int t = 0; t < kThreads; ++t) {
     threads.emplace_back([&, t] {
       const int64_t cost = t % 3 == 0 ? 1 : t % 3 == 1 ? 2 : 5;
-      int64_t mine = 0;
+      int64_t mine = 0, inline_admits = 0;
       while (!stop.load(std::memory_order_relaxed)) {
-        if (Decide(&e, cost)) {
+        if (Decide(&e, cost, /*counted=*/t % 2 == 0, &inline_admits)) {
           if (mine == 0) admitting.fetch_add(1);
           mine += cost;
         }
@@ -202,6 +244,7 @@ TEST(LeaseSlicesTest, TokensAreNeverSpentTwiceUnderRacingTakeBacks) {
         if (t >= 4 && mine % 1000 < cost) std::this_thread::yield();
       }
       admitted.fetch_add(mine);
+      counted.fetch_add(inline_admits);
     });
   }
   int64_t granted = 0, taken_back = 0, now = 0;
@@ -246,6 +289,9 @@ TEST(LeaseSlicesTest, TokensAreNeverSpentTwiceUnderRacingTakeBacks) {
   taken_back += slicer.Reopen(&e) + e.balance.exchange(0);
   EXPECT_EQ(admitted.load() + taken_back, granted);
   EXPECT_GT(admitted.load(), 0);
+  // Every counted inline admission, and only those, is in the count.
+  EXPECT_GT(counted.load(), 0);
+  EXPECT_EQ(slicer.Admitted(), static_cast<uint64_t>(counted.load()));
   slicer.Forget(&e);
 }
 

@@ -44,7 +44,8 @@ class HotKeyTest : public tokenlease::testing::LeasedFixture<
 // `between_syncs` runs on this thread before each Sync. Returns what was
 // admitted, everything spent to the last token.
 // `settle` runs after the threads stopped, before this thread spends what
-// is left.
+// is left. Checks that stats() counted every decision (hot keys' slices
+// count theirs apart: LeaseSlice::ended).
 int64_t Drain(
     LeasedLimiter& limiter, int threads,
     const std::function<void()>& between_syncs,
@@ -53,17 +54,25 @@ int64_t Drain(
   EXPECT_TRUE(h.ok()) << h.status();
   std::atomic<bool> stop{false};
   std::atomic<int64_t> admitted{0};
+  std::atomic<uint64_t> decided{0}, allowed{0};  // decisions made, admitted
   std::vector<std::thread> pool;
   for (int t = 0; t < threads; ++t) {
     pool.emplace_back([&, t, handle = *h] {
       const int64_t cost = t % 2 == 0 ? 1 : 3;
       int64_t mine = 0;
+      uint64_t made = 0, yes = 0;
       while (!stop.load(std::memory_order_relaxed)) {
         const Decision d = t < threads / 2 ? limiter.TryAcquire(handle, cost)
                                            : limiter.TryAcquire("hot", cost);
-        if (d.allowed) mine += cost;
+        ++made;
+        if (d.allowed) {
+          mine += cost;
+          ++yes;
+        }
       }
       admitted.fetch_add(mine);
+      decided.fetch_add(made);
+      allowed.fetch_add(yes);
     });
   }
   const absl::Time deadline = absl::Now() + kSyncBound;
@@ -77,7 +86,15 @@ int64_t Drain(
   for (std::thread& t : pool) t.join();
   settle();
   // What the slices and the balance still hold, spent here.
-  while (limiter.TryAcquire(*h, 1).allowed) admitted.fetch_add(1);
+  while (limiter.TryAcquire(*h, 1).allowed) {
+    admitted.fetch_add(1);
+    allowed.fetch_add(1);
+    decided.fetch_add(1);
+  }
+  decided.fetch_add(1);  // the refusal that ended the loop
+  const DecisionCounts counts = limiter.stats().decisions;
+  EXPECT_EQ(counts.Total(), decided.load());
+  EXPECT_EQ(counts.TotalAdmitted(), allowed.load());
   return admitted.load();
 }
 

@@ -10,6 +10,7 @@
 #include <memory>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/match.h"
@@ -84,19 +85,22 @@ TEST(TlsUrlTest, BadFilesFailCreateWithTheFieldAndTheFile) {
     RedisTlsOptions tls;
     std::string expected;
   };
+  // The files of a case (assigned, not designated: GCC warns about the
+  // fields a designated initializer leaves out).
+  auto files = [](std::string ca, std::string cert = "", std::string key = "") {
+    RedisTlsOptions tls;
+    tls.ca_file = std::move(ca);
+    tls.cert_file = std::move(cert);
+    tls.key_file = std::move(key);
+    return tls;
+  };
   std::vector<Case> cases = {
-      {{.ca_file = f.dir + "/missing.pem"}, "ca_file"},
+      {files(f.dir + "/missing.pem"), "ca_file"},
       // A key is not a CA certificate.
-      {{.ca_file = f.server_key}, "ca_file"},
-      {{.ca_file = f.ca_file,
-        .cert_file = f.client_key,
-        .key_file = f.client_key},
-       "cert_file"},
+      {files(f.server_key), "ca_file"},
+      {files(f.ca_file, f.client_key, f.client_key), "cert_file"},
       // The server's key does not belong to the client's certificate.
-      {{.ca_file = f.ca_file,
-        .cert_file = f.client_cert,
-        .key_file = f.server_key},
-       "does not match"},
+      {files(f.ca_file, f.client_cert, f.server_key), "does not match"},
   };
   for (const Case& c : cases) {
     RedisOptions o;

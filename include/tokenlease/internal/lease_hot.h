@@ -14,11 +14,12 @@ namespace tokenlease::internal {
 // One thread's slice of a hot key's lease (docs/design.md, "Hot keys:
 // per-thread slices"). Only its owner (the thread whose slice index it is)
 // decides from it, with plain loads and stores inside a critical section
-// marked by `busy`; the reconciler takes its tokens only after setting
-// `revoked` and a process-wide memory barrier (membarrier), so the owner
-// needs no locked instruction and a token is never spent twice. Each slice
-// has its own pair of cache lines (CPUs prefetch lines in aligned pairs: two
-// threads' slices in one pair would still share).
+// (a section); the reconciler takes its tokens only after setting
+// `revoked`, a process-wide memory barrier (membarrier), and seeing no
+// section in flight (`started` == `ended`), so the owner needs no locked
+// instruction and a token is never spent twice. Each slice has its own
+// pair of cache lines (CPUs prefetch lines in aligned pairs: two threads'
+// slices in one pair would still share).
 struct alignas(128) LeaseSlice {
   // Tokens of the instance's lease held by this slice.
   std::atomic<int64_t> tokens{0};
@@ -28,11 +29,18 @@ struct alignas(128) LeaseSlice {
   // How many tokens the owner's next refill takes from the key's balance
   // (grows while the owner keeps refilling; reset when the slice idles).
   std::atomic<int64_t> chunk{1};
-  // 1 while the owner is inside its critical section. In the line's other
-  // half: a load of `revoked` or `tokens` right after the store of `busy`
-  // must not wait on it (measured: a load from the same 16 bytes as a
-  // pending narrower store stalled the section on this AMD machine).
-  alignas(32) std::atomic<uint32_t> busy{0};
+  // Sections the owner ended. An inline decision that admits ends its
+  // section by adding one here, so this also counts the decisions admitted
+  // inline (LimiterStats::decisions, from the lease) without a store of
+  // its own; every other section ends by setting `started` back. Never
+  // reset: LeaseSlicer keeps every block of slices until the limiter ends.
+  std::atomic<uint64_t> ended{0};
+  // Sections the owner started: `ended` + 1 while one is in flight. In
+  // the line's other half: a load of `revoked` or `tokens` right after the
+  // store of `started` must not wait on it (measured: a load from the same
+  // 16 bytes as a pending narrower store stalled the section on this AMD
+  // machine).
+  alignas(32) std::atomic<uint64_t> started{0};
 };
 
 // A hot key's slices, one per thread slice index below `count`, laid out
@@ -56,11 +64,17 @@ struct alignas(128) LeaseSlices {
 inline constinit thread_local uint32_t tls_lease_slice
     __attribute__((tls_model("initial-exec"))) = 0;
 
-// Pays `cost` from the calling thread's slice of `s` (the owner's critical
-// section; see LeaseSlice): true and the slice's `*remaining` if it held
-// enough; false if the thread has no slice yet, the reconciler is taking
-// the slice back, or it holds too few (the caller refills or decides from
-// the balance).
+// Pays `cost` from the calling thread's slice of `s` (the owner's section;
+// see LeaseSlice): true and the slice's `*remaining` if it held enough
+// (counted in the slice's `ended` if kCount); false if the thread has no
+// slice yet, the reconciler is taking the slice back, or it holds too few
+// (the caller refills or decides from the balance).
+//
+// Three stores a decision (`started`, `tokens`, `ended`): a flag set and
+// cleared around the section, plus a count in the thread's array, took
+// four stores and three more loads (2 threads on one key: 2.3 ns a
+// decision against 1.9; docs/benchmarks.md, "Hot key").
+template <bool kCount>
 [[gnu::always_inline]] inline bool TakeFromSlice(LeaseSlices& s, int64_t cost,
                                                  int64_t* remaining) {
   const uint32_t i = tls_lease_slice - 1;  // wraps when none is claimed
@@ -68,23 +82,31 @@ inline constinit thread_local uint32_t tls_lease_slice
     return false;
   }
   LeaseSlice& slice = s[i];
-  // relaxed stores and loads kept in order by the compiler fence; the
+  // relaxed: only the owner writes `ended` and `started`. The section's
+  // relaxed stores and loads are kept in order by the compiler fence; the
   // reconciler's membarrier orders them against its revoke.
-  slice.busy.store(1, std::memory_order_relaxed);
+  const uint64_t n = slice.ended.load(std::memory_order_relaxed);
+  slice.started.store(n + 1, std::memory_order_relaxed);
   std::atomic_signal_fence(std::memory_order_seq_cst);
   // acquire: after the reconciler reopens the slice, its exchange of the
   // tokens is seen.
   const bool revoked = slice.revoked.load(std::memory_order_acquire);
   const int64_t held = slice.tokens.load(std::memory_order_relaxed);
-  const bool paid = !revoked && held >= cost;
-  if (paid) [[likely]] {
+  if (!revoked && held >= cost) [[likely]] {
     slice.tokens.store(held - cost, std::memory_order_relaxed);
     *remaining = held - cost;
+    // release (either end): the tokens' store is visible to a reconciler
+    // that reads started == ended. Counted: the section ends with its
+    // count; else `started` goes back, as for a section that paid nothing.
+    if constexpr (kCount) {
+      slice.ended.store(n + 1, std::memory_order_release);
+    } else {
+      slice.started.store(n, std::memory_order_release);
+    }
+    return true;
   }
-  // release: the tokens' store is visible to a reconciler that reads
-  // busy = 0.
-  slice.busy.store(0, std::memory_order_release);
-  return paid;
+  slice.started.store(n, std::memory_order_release);
+  return false;
 }
 
 // The part of a leased key the inline decision path touches (the rest is
