@@ -18,7 +18,7 @@
 // seccomp profiles) no key gets slices.
 //
 // Single-threaded (the reconciler's), except ClaimLeaseSlice, NoteRefiller
-// and RefillSlice (deciding threads).
+// and RefillSlice (deciding threads), and Held and Admitted (any thread).
 #ifndef TOKENLEASE_SRC_LEASED_LEASE_SLICES_H_
 #define TOKENLEASE_SRC_LEASED_LEASE_SLICES_H_
 
