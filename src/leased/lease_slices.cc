@@ -99,7 +99,7 @@ bool NoSectionInFlight(const LeaseSlice& slice) {
   return slice.started.load(std::memory_order_acquire) ==
          slice.ended.load(std::memory_order_acquire);
 }
-bool WaitNotBusy(const LeaseSlice& slice) {
+bool WaitSectionEnded(const LeaseSlice& slice) {
   const auto deadline =
       std::chrono::steady_clock::now() + std::chrono::microseconds(20);
   do {
@@ -321,7 +321,7 @@ bool LeaseSlicer::Close(LeaseEntry* e) {
   bool all = true;
   for (uint32_t i = 0; i < count_; ++i) {
     if (k->done[i]) continue;
-    if (!WaitNotBusy(slice[i])) {
+    if (!WaitSectionEnded(slice[i])) {
       all = false;  // a preempted owner: this slice at the next try
       continue;
     }
@@ -408,7 +408,7 @@ void LeaseSlicer::Sweep(int64_t now) {
   const bool fenced = HeavyBarrier();
   for (const Idle& x : idle) {
     LeaseSlice& slice = (*x.key->slices)[x.index];
-    if (fenced && WaitNotBusy(slice)) {
+    if (fenced && WaitSectionEnded(slice)) {
       // relaxed (exchange): as in Close. relaxed (balance): a count of
       // tokens; they move from the slice to the balance, never both.
       const int64_t tokens =
