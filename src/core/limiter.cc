@@ -62,14 +62,19 @@ Limiter::Limiter(std::unique_ptr<LimiterCore> core) : core_(std::move(core)) {}
 Limiter::~Limiter() = default;
 
 // Each decision path builds one named result and finishes it in place
-// (ApplyShadow says why).
+// (ApplyShadow says why). The GCRA paths are separate functions: see
+// LimiterCore::TryAcquireGcraByName.
 Decision Limiter::TryAcquire(std::string_view key, int64_t cost) {
-  return core_->TryAcquireByName(key, cost, core_->Now());
+  const int64_t now_ns = core_->Now();
+  return core_->one_gcra_band() ? core_->TryAcquireGcraByName(key, cost, now_ns)
+                                : core_->TryAcquireByName(key, cost, now_ns);
 }
 
 Decision Limiter::TryAcquire(std::string_view key, int64_t cost,
                              int64_t now_ns) {
-  return core_->TryAcquireByName(key, cost, ClampTime(now_ns));
+  return core_->one_gcra_band()
+             ? core_->TryAcquireGcraByName(key, cost, ClampTime(now_ns))
+             : core_->TryAcquireByName(key, cost, ClampTime(now_ns));
 }
 
 Decision Limiter::TryAcquire(const Handle& handle, int64_t cost) {
@@ -79,12 +84,15 @@ Decision Limiter::TryAcquire(const Handle& handle, int64_t cost) {
 Decision Limiter::TryAcquire(const Handle& handle, int64_t cost,
                              int64_t now_ns) {
   // Another limiter's, default-constructed or moved from: bad input.
-  Decision d = handle.core_ != core_.get() || handle.entry_ == nullptr
-                   ? LimiterCore::InvalidArgumentDecision()
-                   : core_->DecidePinned(handle.entry_,
-                                         BandRequest{ClampTime(now_ns), cost});
-  core_->Finish(&d);
-  return d;
+  if (handle.core_ != core_.get() || handle.entry_ == nullptr) [[unlikely]] {
+    Decision d = LimiterCore::InvalidArgumentDecision();
+    core_->Finish(&d);
+    return d;
+  }
+  return core_->one_gcra_band()
+             ? core_->TryAcquireGcraPinned(handle.entry_, cost,
+                                           ClampTime(now_ns))
+             : core_->TryAcquirePinned(handle.entry_, cost, ClampTime(now_ns));
 }
 
 absl::StatusOr<Limiter::Handle> Limiter::Resolve(std::string_view key) {

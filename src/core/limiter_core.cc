@@ -194,6 +194,8 @@ LimiterCore::LimiterCore(std::unique_ptr<CompiledSpec> first,
       shadow_(options.shadow),
       lock_free_(first->lock_free),
       all_buckets_(first->all_buckets),
+      one_gcra_band_(first->lock_free &&
+                     first->bands[0].cell_kind == CellKind::kGcra),
       hazard_way_(static_cast<int>(
           g_next_hazard_way.fetch_add(1, std::memory_order_relaxed) %
           kSpecHazardWays)),
@@ -360,10 +362,40 @@ Decision RetryLookupDecision() {
   return d;
 }
 
-// The lock-free loop for one band, with its evaluation inlined (Eval is a
-// function of band_eval_inl.h) so the whole decision stays in registers.
+// An evaluation as one step: the whole BandResult is known before the
+// compare-and-swap, and finishing it is the identity.
 template <BandResult (*Eval)(const CompiledBand&, CellValue,
                              const BandRequest&)>
+struct OneStep {
+  static BandResult Charge(const CompiledBand& b, CellValue cell,
+                           const BandRequest& req) {
+    return Eval(b, cell, req);
+  }
+  static const BandResult& Finish(const CompiledBand&, CellValue,
+                                  const BandRequest&, const BandResult& r) {
+    return r;
+  }
+};
+
+// GCRA in two steps (band_eval_inl.h): the caller's numbers are derived
+// after the compare-and-swap, from the debt alone.
+struct TwoStepGcra {
+  [[gnu::always_inline]] static band::GcraCharge Charge(
+      const CompiledBand& b, CellValue cell, const BandRequest& req) {
+    return band::ChargeGcra(b, cell, req);
+  }
+  [[gnu::always_inline]] static BandResult Finish(const CompiledBand& b,
+                                                  CellValue cell,
+                                                  const BandRequest& req,
+                                                  const band::GcraCharge& c) {
+    return band::FinishGcra(b, cell, req, c);
+  }
+};
+
+// The lock-free loop for one band, with its evaluation inlined (Steps
+// wraps functions of band_eval_inl.h) so the whole decision stays in
+// registers.
+template <typename Steps>
 [[gnu::noinline]] Decision CasLoop(const LimiterCore& core,
                                    const CompiledSpec* s, AtomicCell& cell,
                                    const BandRequest& req, int64_t* wait_ns) {
@@ -377,12 +409,12 @@ template <BandResult (*Eval)(const CompiledBand&, CellValue,
       snapshot = true;
       continue;
     }
-    const BandResult r = Eval(s->bands[0], cur, req);
-    if (r.outcome == BandOutcome::kSpecOlderThanCell) [[unlikely]] {
+    const auto c = Steps::Charge(s->bands[0], cur, req);
+    if (c.outcome == BandOutcome::kSpecOlderThanCell) [[unlikely]] {
       s = core.spec();
       continue;
     }
-    if (r.outcome == BandOutcome::kCellOlderThanSpec) [[unlikely]] {
+    if (c.outcome == BandOutcome::kCellOlderThanSpec) [[unlikely]] {
       const CellValue converted = core.ConvertOlderCell(s, 0, cur, req.now_ns);
       if (cell.CompareExchange(cur, converted)) cur = converted;
       snapshot = true;  // either way `cur` is what the CAS saw
@@ -391,17 +423,91 @@ template <BandResult (*Eval)(const CompiledBand&, CellValue,
     // A write commits only if the cell still holds what was read; a
     // decision without a write stands on a snapshot read, or confirms its
     // (possibly torn) read the same way. So every decision is linearizable.
-    if (r.write ? cell.CompareExchange(cur, r.next)
+    if (c.write ? cell.CompareExchange(cur, c.next)
                 : snapshot || cell.Validate(cur)) {
-      return ToDecision(r, wait_ns);
+      return ToDecision(Steps::Finish(s->bands[0], cur, req, c), wait_ns);
     }
     snapshot = true;  // a failed CAS hands back the current, untorn value
   }
 }
 
-// The lock-free decision for `e` under `s` (s->lock_free): the band's CAS
-// loop. Inline in both callers, so that a decision by name goes from the
-// lookup straight to the loop, one call fewer.
+// What DecideGcraFast decided, kept in registers: `decided` false means it
+// changed nothing and the loop must decide.
+struct FastDecision {
+  bool decided = false;
+  bool allowed = false;
+  int64_t remaining = 0;
+  int64_t wait_ns = 0;  // BandResult::wait_ns
+  int64_t reset_after_ns = 0;
+
+  // The caller's decision (ToDecision's).
+  Decision ToDecision(int64_t* wait_out) const {
+    Decision d;
+    d.allowed = allowed;
+    d.remaining = remaining;
+    d.retry_after_ns = allowed ? 0 : wait_ns;
+    d.reset_after_ns = reset_after_ns;
+    if (wait_out != nullptr) *wait_out = allowed ? wait_ns : 0;
+    return d;
+  }
+};
+
+// The common lock-free decision: a GCRA band (the default algorithm)
+// decided from one read with at most one compare-and-swap, in the
+// caller's frame. Why: every store since the previous locked instruction
+// must drain before the next one completes (about a third of a nanosecond
+// each, measured here), and a call to the loop costs its frame's pushes
+// and spills; this path stores nothing before its compare-and-swap but its
+// frame's own, and the caller writes the decision after it. Anything else
+// (a retired cell, another generation, a debt beyond 2^62 units, a lost
+// race, a torn read that fails its check) changes nothing and is left to
+// CasLoop, which starts again from a fresh read.
+[[gnu::always_inline]] inline FastDecision DecideGcraFast(
+    const CompiledBand& b, AtomicCell& cell, const BandRequest& req) {
+  // Each early return is a fresh value, not a named one: a named result
+  // returned from several places is kept in memory (stored before the
+  // compare-and-swap).
+  CellValue cur;
+  const bool snapshot = cell.Load(cur);
+  if (cur.b == kDeadCell.b) [[unlikely]]
+    return {};
+  band::GcraCharge c = band::ChargeGcra(b, cur, req);
+  if (c.far) [[unlikely]]
+    return {};
+  const bool write = c.write;
+  if (c.outcome == BandOutcome::kAdmit) {
+    if (write) {
+      // Only scalars live across the compare-and-swap: a struct that does
+      // is kept in memory, and its fields are stored before it.
+      const int64_t debt = c.debt;
+      const int64_t need = c.need;
+      CellValue seen = cur;  // a copy: a failed CAS overwrites it
+      if (!cell.CompareExchange(seen, c.next)) return {};
+      c = band::GcraCharge();
+      c.outcome = BandOutcome::kAdmit;
+      c.debt = debt;
+      c.need = need;
+    }
+  } else if (c.outcome != BandOutcome::kDeny) [[unlikely]] {
+    return {};  // another generation: CasLoop converts or reloads
+  }
+  // A decision that writes nothing stands on an untorn read (CasLoop's
+  // rule): where loads may be torn, the read is confirmed first.
+  if (!write && !snapshot) [[unlikely]] {
+    if (!cell.Validate(cur)) return {};
+  }
+  const BandResult r = band::FinishGcra(b, cur, req, c);
+  return FastDecision{.decided = true,
+                      .allowed = r.outcome == BandOutcome::kAdmit,
+                      .remaining = r.remaining,
+                      .wait_ns = r.wait_ns,
+                      .reset_after_ns = r.reset_after_ns};
+}
+
+// The lock-free decision for `e` under `s` (s->lock_free). Inline in its
+// callers, so that a decision by name goes from the lookup straight to the
+// band, one call fewer; every path returns a prvalue, so the decision is
+// built in the caller's return slot, never copied.
 [[gnu::always_inline]] inline Decision DispatchLockFree(const LimiterCore& core,
                                                         const CompiledSpec* s,
                                                         KeyEntry* e,
@@ -409,14 +515,21 @@ template <BandResult (*Eval)(const CompiledBand&, CellValue,
                                                         int64_t* wait_ns) {
   AtomicCell& cell = e->cell(0);
   switch (s->bands[0].cell_kind) {
-    case CellKind::kGcra:
-      return CasLoop<band::EvaluateGcra>(core, s, cell, req, wait_ns);
+    case CellKind::kGcra: {
+      const FastDecision f = DecideGcraFast(s->bands[0], cell, req);
+      if (f.decided) [[likely]]
+        return f.ToDecision(wait_ns);
+      return CasLoop<TwoStepGcra>(core, s, cell, req, wait_ns);
+    }
     case CellKind::kStepwise:
-      return CasLoop<band::EvaluateStepwise>(core, s, cell, req, wait_ns);
+      return CasLoop<OneStep<band::EvaluateStepwise>>(core, s, cell, req,
+                                                      wait_ns);
     case CellKind::kFixedWindow:
-      return CasLoop<band::EvaluateFixedWindow>(core, s, cell, req, wait_ns);
+      return CasLoop<OneStep<band::EvaluateFixedWindow>>(core, s, cell, req,
+                                                         wait_ns);
     case CellKind::kSlidingCounter:
-      return CasLoop<band::EvaluateSlidingCounter>(core, s, cell, req, wait_ns);
+      return CasLoop<OneStep<band::EvaluateSlidingCounter>>(core, s, cell, req,
+                                                            wait_ns);
     case CellKind::kSlidingLog:
       break;
   }
@@ -446,6 +559,56 @@ Decision LimiterCore::DecideLockFree(const CompiledSpec* s, KeyEntry* e,
 Decision LimiterCore::DecideByName(std::string_view key, const BandRequest& req,
                                    int64_t* wait_ns) {
   return DecideByNameInline(key, req, wait_ns);
+}
+
+Decision LimiterCore::TryAcquireGcraPinned(KeyEntry* e, int64_t cost,
+                                           int64_t now_ns) {
+  if (cost >= 0) [[likely]] {
+    const FastDecision f =
+        DecideGcraFast(spec()->bands[0], e->cell(0), BandRequest{now_ns, cost});
+    if (f.decided) [[likely]] {
+      Decision d = f.ToDecision(nullptr);  // built after the CAS
+      Finish(&d);
+      return d;
+    }
+  }
+  return TryAcquirePinned(e, cost, now_ns);
+}
+
+Decision LimiterCore::TryAcquirePinned(KeyEntry* e, int64_t cost,
+                                       int64_t now_ns) {
+  const BandRequest req{now_ns, cost};
+  Decision d =
+      cost < 0 ? InvalidArgumentDecision() : DecideFound(e, req, nullptr);
+  if (d.retry_after_ns == kRetryLookup) [[unlikely]] {
+    d = WaitForRevival(e, req, nullptr);
+  }
+  Finish(&d);
+  return d;
+}
+
+Decision LimiterCore::TryAcquireGcraByName(std::string_view key, int64_t cost,
+                                           int64_t now_ns) {
+  // The GCRA fast path inside the lookup. What it leaves undecided (a lost
+  // race, a retired key, a full registry: rare) is looked up and decided
+  // again by the general path.
+  if (cost >= 0 && key.size() <= max_key_bytes_) [[likely]] {
+    const FastDecision f = registry_.With(
+        key, now_ns,
+        // Inline: a call would put its captures in memory.
+        [&](KeyEntry * e) __attribute__((always_inline))->FastDecision {
+          if (e == nullptr) [[unlikely]]
+            return {};
+          return DecideGcraFast(spec()->bands[0], e->cell(0),
+                                BandRequest{now_ns, cost});
+        });
+    if (f.decided) [[likely]] {
+      Decision d = f.ToDecision(nullptr);  // built after the CAS
+      Finish(&d);
+      return d;
+    }
+  }
+  return TryAcquireByName(key, cost, now_ns);
 }
 
 Decision LimiterCore::TryAcquireByName(std::string_view key, int64_t cost,

@@ -67,19 +67,6 @@ class LimiterCore final : public KeyRegistry::Owner {
     return system_clock_ ? absl::GetCurrentTimeNanos() : clock_->NowNanos();
   }
 
-  // Decides for a pinned entry (a handle). A pinned entry can be marked
-  // retired for an instant (the registry marks, then sees the pin and
-  // revives it), so a decision that meets the mark waits for the revival.
-  // req.max_wait_ns > 0 enables borrowing (Reserve, Acquire); the wait the
-  // caller must then observe goes to *wait_ns if given.
-  Decision DecidePinned(KeyEntry* e, const BandRequest& req,
-                        int64_t* wait_ns = nullptr) {
-    Decision d = Decide(e, req, wait_ns);
-    if (d.retry_after_ns == kRetryLookup) [[unlikely]] {
-      d = WaitForRevival(e, req, wait_ns);
-    }
-    return d;
-  }
   static Decision InvalidArgumentDecision();
   // A decision on a retired key (never returned to callers): look it up
   // again.
@@ -90,6 +77,23 @@ class LimiterCore final : public KeyRegistry::Owner {
   // Limiter's method is a jump here, one frame fewer per decision).
   // `now_ns` is clamped already.
   Decision TryAcquireByName(std::string_view key, int64_t cost, int64_t now_ns);
+  // Limiter::TryAcquire(handle) for a live handle of this limiter (the
+  // Limiter's method is a jump here), finished and counted. A pinned entry
+  // can be marked retired for an instant (the registry marks, then sees
+  // the pin and revives it), so a decision that meets the mark waits for
+  // the revival. `now_ns` is clamped already.
+  Decision TryAcquirePinned(KeyEntry* e, int64_t cost, int64_t now_ns);
+  // The same two for a Limiter whose band is GCRA (one_gcra_band()): the
+  // decision in the caller's frame from one snapshot and at most one
+  // compare-and-swap, with the general path above for what that leaves
+  // undecided. Separate functions, so that the other algorithms do not pay
+  // this frame's pushes before theirs.
+  Decision TryAcquireGcraByName(std::string_view key, int64_t cost,
+                                int64_t now_ns);
+  Decision TryAcquireGcraPinned(KeyEntry* e, int64_t cost, int64_t now_ns);
+  // lock_free and the band is GCRA, for the Limiter's life (UpdateSpec
+  // keeps the algorithm).
+  bool one_gcra_band() const { return one_gcra_band_; }
 
   // Checks that `spec` (which ValidateSpec accepted) keeps the bands'
   // number, algorithms and refill styles, and publishes it as the next
@@ -203,6 +207,7 @@ class LimiterCore final : public KeyRegistry::Owner {
   const bool shadow_;           // LimiterOptions::shadow
   const bool lock_free_;        // as every generation's lock_free
   const bool all_buckets_;      // as every generation's all_buckets
+  const bool one_gcra_band_;    // one_gcra_band()
   // The current generation. Loads: acquire (spec()) or seq_cst
   // (AnnounceSpec); stores: seq_cst (UpdateSpec), see AnnounceSpec.
   std::atomic<const CompiledSpec*> spec_;

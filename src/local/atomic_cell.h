@@ -67,12 +67,27 @@ class alignas(16) AtomicCell {
   // Replaces `expected` with `desired` atomically. On failure `expected`
   // receives the current, untorn value.
   bool CompareExchange(CellValue& expected, CellValue desired) {
+#if !defined(__SANITIZE_THREAD__)
+    // The instruction itself, with register operands: the builtin passes
+    // its 128-bit operands through the stack, and those stores must drain
+    // before the locked instruction can complete (measured: the builtin's
+    // loop spilled and reloaded both halves on every decision). On failure
+    // rdx:rax receive the current value, which is what `expected` must get.
+    bool swapped;
+    asm volatile("lock cmpxchg16b %[cell]"
+                 : "=@ccz"(swapped), [cell] "+m"(*Raw()), "+a"(expected.a),
+                   "+d"(expected.b)
+                 : "b"(desired.a), "c"(desired.b)
+                 : "memory");
+    return swapped;
+#else  // ThreadSanitizer cannot see inline assembly; it sees the builtin.
     const unsigned __int128 want = Pack(expected);
     const unsigned __int128 prev =
         __sync_val_compare_and_swap(Raw(), want, Pack(desired));
     if (prev == want) return true;
     expected = Unpack(prev);
     return false;
+#endif
   }
 
   // True if the cell still holds `seen` (an atomic 16-byte read-compare);

@@ -70,10 +70,26 @@ inline BandResult GcraDenyFar(const CompiledBand& b, i128 d,
   return r;
 }
 
-[[gnu::always_inline]] inline BandResult EvaluateGcra(const CompiledBand& b,
-                                                      CellValue cell,
-                                                      const BandRequest& req) {
-  BandResult r;
+// GCRA is evaluated in two steps so that the lock-free loop carries only
+// what its compare-and-swap needs: ChargeGcra decides and builds the new
+// cell; FinishGcra derives the caller's numbers (remaining, wait, reset)
+// from the debt once the cell is committed. Measured on a decision by
+// handle: with the numbers computed before the CAS, the loop spilled its
+// result to the stack and reloaded it around the locked instruction.
+struct GcraCharge {
+  BandOutcome outcome = BandOutcome::kDeny;
+  bool write = false;  // `next` must be stored (an admission with cost > 0)
+  bool far = false;    // kDeny with a debt beyond 2^62 units (FinishGcra
+                       // recomputes it in 128 bits)
+  CellValue next;
+  int64_t debt = 0;  // kAdmit: the debt after the charge; kDeny: before it
+  int64_t need = 0;  // cost * p, or INT64_MAX if that overflows
+};
+
+[[gnu::always_inline]] inline GcraCharge ChargeGcra(const CompiledBand& b,
+                                                    CellValue cell,
+                                                    const BandRequest& req) {
+  GcraCharge c;
   const int64_t now = req.now_ns;
   const uint32_t gen = GcraCellGeneration(cell);
   // d = max(TAT - now, 0) in units of 1/l ns, capped at 2^62 (a debt that
@@ -82,52 +98,92 @@ inline BandResult GcraDenyFar(const CompiledBand& b, i128 d,
   int64_t d = 0;
   if (cell.a >= now) {
     if (gen != b.generation) [[unlikely]] {
-      r.outcome = gen > b.generation ? BandOutcome::kSpecOlderThanCell
+      c.outcome = gen > b.generation ? BandOutcome::kSpecOlderThanCell
                                      : BandOutcome::kCellOlderThanSpec;
-      return r;
+      return c;
     }
-    // Beyond 2^62 units only after a long clock step back: exact but slow.
+    // cell.a - now cannot overflow: both are in [0, 2^63). Beyond 2^62
+    // units only after a long clock step back: exact but slow.
+    const int64_t ahead = cell.a - now;
     if (b.emission_den == 1) {  // whole-ns emission interval: no scaling
-      d = cell.a - now;         // cannot overflow: both are in [0, 2^63)
-      if (d > kScaledCap) [[unlikely]]
-        return GcraDenyFar(b, d, req);
+      d = ahead;
+      if (d > kScaledCap) [[unlikely]] {
+        c.far = true;
+        return c;
+      }
     } else {
-      const i128 full = static_cast<i128>(cell.a - now) * b.emission_den +
-                        (cell.b & kFracMask);
-      if (full > kScaledCap) [[unlikely]]
-        return GcraDenyFar(b, full, req);
-      d = static_cast<int64_t>(full);
+      // 64-bit multiply with an overflow check rather than a 128-bit one,
+      // which the compiler spills to the stack (frac < l <= 2^40, so the
+      // sum cannot overflow once the product is at most 2^62).
+      const int64_t frac = cell.b & kFracMask;
+      if (__builtin_mul_overflow(ahead, b.emission_den, &d) ||
+          d > kScaledCap - frac) [[unlikely]] {
+        c.far = true;
+        return c;
+      }
+      d += frac;
     }
   } else if (gen > b.generation) [[unlikely]] {
-    r.outcome = BandOutcome::kSpecOlderThanCell;
-    return r;
+    c.outcome = BandOutcome::kSpecOlderThanCell;
+    return c;
   }
-  int64_t need;  // cost * p; a cost so large it overflows can never fit
-  if (__builtin_mul_overflow(req.cost, b.emission_num, &need)) need = INT64_MAX;
+  if (__builtin_mul_overflow(req.cost, b.emission_num, &c.need))
+    c.need = INT64_MAX;  // a cost so large it overflows can never fit
   int64_t allowed = b.tolerance;
   if (req.max_wait_ns > 0) [[unlikely]]
     allowed += BorrowAllowance(b, req);
-  if (need <= allowed - d) {
-    const int64_t nd = d + need;  // <= 2^62
-    r.outcome = BandOutcome::kAdmit;
+  if (c.need <= allowed - d) {
+    c.outcome = BandOutcome::kAdmit;
+    c.debt = d + c.need;  // <= 2^62
     if (req.cost > 0) {
-      r.write = true;
-      r.next = MakeGcraCell(b, now, nd);
+      c.write = true;
+      c.next = MakeGcraCell(b, now, c.debt);
     }
+    return c;
+  }
+  c.outcome = BandOutcome::kDeny;
+  c.debt = d;
+  return c;
+}
+
+[[gnu::always_inline]] inline BandResult FinishGcra(const CompiledBand& b,
+                                                    CellValue cell,
+                                                    const BandRequest& req,
+                                                    const GcraCharge& c) {
+  BandResult r;  // write and next are the charge's (EvaluateGcra)
+  r.outcome = c.outcome;
+  if (c.far) [[unlikely]] {
+    const i128 full = static_cast<i128>(cell.a - req.now_ns) * b.emission_den +
+                      (b.emission_den == 1 ? 0 : (cell.b & kFracMask));
+    return GcraDenyFar(b, full, req);
+  }
+  if (c.outcome == BandOutcome::kAdmit) {
+    const int64_t nd = c.debt;
     if (nd <= b.tolerance) [[likely]] {
       r.remaining = b.emission_num_div.Div(b.tolerance - nd);
     } else {
       r.wait_ns = b.emission_den_div.DivCeil(nd - b.tolerance);
     }
     r.reset_after_ns = b.emission_den_div.DivCeil(nd);
-    return r;
+  } else if (c.outcome == BandOutcome::kDeny) {
+    const int64_t d = c.debt;
+    r.remaining =
+        d <= b.tolerance ? b.emission_num_div.Div(b.tolerance - d) : 0;
+    r.wait_ns = c.need > b.tolerance
+                    ? kNever
+                    : b.emission_den_div.DivCeil(d + c.need - b.tolerance);
+    r.reset_after_ns = b.emission_den_div.DivCeil(d);
   }
-  r.outcome = BandOutcome::kDeny;
-  r.remaining = d <= b.tolerance ? b.emission_num_div.Div(b.tolerance - d) : 0;
-  r.wait_ns = need > b.tolerance
-                  ? kNever
-                  : b.emission_den_div.DivCeil(d + need - b.tolerance);
-  r.reset_after_ns = b.emission_den_div.DivCeil(d);
+  return r;
+}
+
+[[gnu::always_inline]] inline BandResult EvaluateGcra(const CompiledBand& b,
+                                                      CellValue cell,
+                                                      const BandRequest& req) {
+  const GcraCharge c = ChargeGcra(b, cell, req);
+  BandResult r = FinishGcra(b, cell, req, c);
+  r.write = c.write;
+  r.next = c.next;
   return r;
 }
 
