@@ -501,8 +501,9 @@ void RegisterClocks() {
 // update), the same on 8 bytes (what 8-byte cells, issue 10 item 5, would
 // use instead: the two differ by about what such cells could save, the
 // instruction's difference in isolation), a std::mutex lock/unlock pair (the
-// baseline), and an absl::Mutex reader lock/unlock pair (what the registry
-// lookup took before it became lock-free).
+// baseline), an absl::Mutex reader lock/unlock pair (what the registry
+// lookup took before it became lock-free), and the 16-byte one after 0, 8,
+// 16 and 32 plain stores (what stores before a locked instruction cost).
 void RegisterPrimitives() {
   benchmark::RegisterBenchmark("ref/cmpxchg16b", [](benchmark::State& s) {
     alignas(16) static unsigned __int128 cell = 0;
@@ -514,6 +515,36 @@ void RegisterPrimitives() {
       benchmark::DoNotOptimize(cur);
     }
   });
+  // One 16-byte compare-and-swap after N plain stores, to show why the
+  // local decision stores nothing before its CAS (docs/design.md, "The hot
+  // path"): a locked instruction completes only once every earlier store
+  // has left the store buffer. Register operands, as AtomicCell's.
+  benchmark::RegisterBenchmark(
+      "ref/cmpxchg16b_after_stores",
+      [](benchmark::State& s) {
+        alignas(16) static unsigned __int128 cell = 0;
+        static std::atomic<int64_t> sink[64];
+        const int64_t stores = s.range(0);
+        int64_t lo = 0;
+        int64_t hi = 0;
+        for (auto _ : s) {
+          // Relaxed: plain stores, only their number matters.
+          for (int64_t i = 0; i < stores; ++i) {
+            sink[i].store(lo, std::memory_order_relaxed);
+          }
+          bool swapped;
+          asm volatile("lock cmpxchg16b %[cell]"
+                       : "=@ccz"(swapped), [cell] "+m"(cell), "+a"(lo), "+d"(hi)
+                       : "b"(lo + 1), "c"(hi)
+                       : "memory");
+          if (swapped) ++lo;
+          benchmark::DoNotOptimize(lo);
+        }
+      })
+      ->Arg(0)
+      ->Arg(8)
+      ->Arg(16)
+      ->Arg(32);
   benchmark::RegisterBenchmark("ref/cmpxchg8", [](benchmark::State& s) {
     static std::atomic<uint64_t> cell{0};
     uint64_t cur = cell.load(std::memory_order_relaxed);

@@ -84,10 +84,10 @@ Decision Limiter::TryAcquire(const Handle& handle, int64_t cost) {
 Decision Limiter::TryAcquire(const Handle& handle, int64_t cost,
                              int64_t now_ns) {
   // Another limiter's, default-constructed or moved from: bad input.
+  // Every path is a call whose result is returned as is, so this function
+  // needs no frame of its own (each is a jump).
   if (handle.core_ != core_.get() || handle.entry_ == nullptr) [[unlikely]] {
-    Decision d = LimiterCore::InvalidArgumentDecision();
-    core_->Finish(&d);
-    return d;
+    return core_->FinishedInvalidArgument();
   }
   return core_->one_gcra_band()
              ? core_->TryAcquireGcraPinned(handle.entry_, cost,

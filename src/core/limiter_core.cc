@@ -161,6 +161,12 @@ Decision LimiterCore::InvalidArgumentDecision() {
   return d;
 }
 
+Decision LimiterCore::FinishedInvalidArgument() const {
+  Decision d = InvalidArgumentDecision();
+  Finish(&d);
+  return d;
+}
+
 std::unique_ptr<CompiledSpec> CompileSpec(const LimitSpec& spec,
                                           uint32_t generation,
                                           const CompiledSpec* previous) {
@@ -440,14 +446,14 @@ struct FastDecision {
   int64_t wait_ns = 0;  // BandResult::wait_ns
   int64_t reset_after_ns = 0;
 
-  // The caller's decision (ToDecision's).
-  Decision ToDecision(int64_t* wait_out) const {
+  // The caller's decision (as ToDecision makes it; TryAcquire takes no
+  // wait, so an admission's wait is 0 here).
+  Decision ToDecision() const {
     Decision d;
     d.allowed = allowed;
     d.remaining = remaining;
     d.retry_after_ns = allowed ? 0 : wait_ns;
     d.reset_after_ns = reset_after_ns;
-    if (wait_out != nullptr) *wait_out = allowed ? wait_ns : 0;
     return d;
   }
 };
@@ -515,12 +521,8 @@ struct FastDecision {
                                                         int64_t* wait_ns) {
   AtomicCell& cell = e->cell(0);
   switch (s->bands[0].cell_kind) {
-    case CellKind::kGcra: {
-      const FastDecision f = DecideGcraFast(s->bands[0], cell, req);
-      if (f.decided) [[likely]]
-        return f.ToDecision(wait_ns);
+    case CellKind::kGcra:
       return CasLoop<TwoStepGcra>(core, s, cell, req, wait_ns);
-    }
     case CellKind::kStepwise:
       return CasLoop<OneStep<band::EvaluateStepwise>>(core, s, cell, req,
                                                       wait_ns);
@@ -567,7 +569,7 @@ Decision LimiterCore::TryAcquireGcraPinned(KeyEntry* e, int64_t cost,
     const FastDecision f =
         DecideGcraFast(spec()->bands[0], e->cell(0), BandRequest{now_ns, cost});
     if (f.decided) [[likely]] {
-      Decision d = f.ToDecision(nullptr);  // built after the CAS
+      Decision d = f.ToDecision();  // built after the CAS
       Finish(&d);
       return d;
     }
@@ -603,7 +605,7 @@ Decision LimiterCore::TryAcquireGcraByName(std::string_view key, int64_t cost,
                                 BandRequest{now_ns, cost});
         });
     if (f.decided) [[likely]] {
-      Decision d = f.ToDecision(nullptr);  // built after the CAS
+      Decision d = f.ToDecision();  // built after the CAS
       Finish(&d);
       return d;
     }

@@ -68,6 +68,8 @@ class LimiterCore final : public KeyRegistry::Owner {
   }
 
   static Decision InvalidArgumentDecision();
+  // InvalidArgumentDecision, finished and counted (a call returned as is).
+  [[gnu::noinline]] Decision FinishedInvalidArgument() const;
   // A decision on a retired key (never returned to callers): look it up
   // again.
   static constexpr int64_t kRetryLookup = -2;
