@@ -84,8 +84,9 @@ Decision Limiter::TryAcquire(const Handle& handle, int64_t cost) {
 Decision Limiter::TryAcquire(const Handle& handle, int64_t cost,
                              int64_t now_ns) {
   // Another limiter's, default-constructed or moved from: bad input.
-  // Every path is a call whose result is returned as is, so this function
-  // needs no frame of its own (each is a jump).
+  // Every path ends in one call whose result is returned as is, so the
+  // frame here is one push (GCC does not turn a call that returns a
+  // struct in memory into a jump).
   if (handle.core_ != core_.get() || handle.entry_ == nullptr) [[unlikely]] {
     return core_->FinishedInvalidArgument();
   }

@@ -461,10 +461,11 @@ struct FastDecision {
 // The common lock-free decision: a GCRA band (the default algorithm)
 // decided from one read with at most one compare-and-swap, in the
 // caller's frame. Why: every store since the previous locked instruction
-// must drain before the next one completes (about a third of a nanosecond
-// each, measured here), and a call to the loop costs its frame's pushes
-// and spills; this path stores nothing before its compare-and-swap but its
-// frame's own, and the caller writes the decision after it. Anything else
+// must drain before the next one completes (up to about half a nanosecond
+// each here: ref/cmpxchg16b_after_stores), and a call to the loop costs
+// its frame's pushes and spills; this path stores nothing before its
+// compare-and-swap but its frame's own, and the caller writes the
+// decision after it. Anything else
 // (a retired cell, another generation, a debt beyond 2^62 units, a lost
 // race, a torn read that fails its check) changes nothing and is left to
 // CasLoop, which starts again from a fresh read.

@@ -75,18 +75,17 @@ class LimiterCore final : public KeyRegistry::Owner {
   static constexpr int64_t kRetryLookup = -2;
   Decision DecideByName(std::string_view key, const BandRequest& req,
                         int64_t* wait_ns = nullptr);
-  // Limiter::TryAcquire by name: DecideByName and Finish in one call (the
-  // Limiter's method is a jump here, one frame fewer per decision).
+  // Limiter::TryAcquire by name: DecideByName and Finish in one call.
   // `now_ns` is clamped already.
   Decision TryAcquireByName(std::string_view key, int64_t cost, int64_t now_ns);
-  // Limiter::TryAcquire(handle) for a live handle of this limiter (the
-  // Limiter's method is a jump here), finished and counted. A pinned entry
-  // can be marked retired for an instant (the registry marks, then sees
-  // the pin and revives it), so a decision that meets the mark waits for
-  // the revival. `now_ns` is clamped already.
+  // Limiter::TryAcquire(handle) for a live handle of this limiter,
+  // finished and counted. A pinned entry can be marked retired for an
+  // instant (the registry marks, then sees the pin and revives it), so a
+  // decision that meets the mark waits for the revival. `now_ns` is
+  // clamped already.
   Decision TryAcquirePinned(KeyEntry* e, int64_t cost, int64_t now_ns);
   // The same two for a Limiter whose band is GCRA (one_gcra_band()): the
-  // decision in the caller's frame from one snapshot and at most one
+  // decision in the caller's frame from one read and at most one
   // compare-and-swap, with the general path above for what that leaves
   // undecided. Separate functions, so that the other algorithms do not pay
   // this frame's pushes before theirs.
