@@ -121,6 +121,76 @@ TEST_P(StressAlgorithmTest, NoOverAdmissionUnderContention) {
   EXPECT_GE(r.admitted, kRate * r.elapsed_ns / kSecond / 2);
 }
 
+// On a frozen clock a limit admits exactly its capacity, however the
+// threads interleave: each admission takes one token, so the `remaining`
+// of the admissions are capacity - 1, ..., 1, 0, each exactly once. Four
+// threads on two cores race on one key (half by name, half through a
+// handle), so compare-and-swaps are lost and retried, and the lock-free
+// fast path hands decisions to the general loop: a token counted twice,
+// lost, or a `remaining` read from a state other than the one written
+// fails here. Several rounds, each on a key of its own: in a round the
+// scheduler may run the threads one core after another, without a race.
+class FrozenClockStressTest
+    : public ::testing::TestWithParam<testing::NamedSpec> {};
+
+constexpr int64_t kFrozenCapacity = 200'000;
+
+INSTANTIATE_TEST_SUITE_P(Algorithms, FrozenClockStressTest,
+                         ::testing::ValuesIn(testing::EveryAlgorithm(
+                             kFrozenCapacity, absl::Hours(1))),
+                         testing::ParamName());
+
+TEST_P(FrozenClockStressTest, AdmitsTheCapacityExactlyOnceEach) {
+  constexpr int kRounds = 4;
+  constexpr int64_t kCallsPerThread = kFrozenCapacity / 2;  // 2x in all
+  ManualClock clock;
+  LimiterOptions o;
+  o.clock = &clock;
+  auto l = Limiter::Create(GetParam().spec, o);
+  ASSERT_TRUE(l.ok()) << l.status();
+  Limiter& lim = **l;
+  for (int round = 0; round < kRounds; ++round) {
+    SCOPED_TRACE(absl::StrCat("round ", round));
+    const std::string key = absl::StrCat("hot", round);
+    std::vector<std::vector<int64_t>> remaining(kThreads);
+    std::vector<int64_t> bad_denials(kThreads, 0);
+    std::atomic<int> ready{0};
+    std::vector<std::thread> threads;
+    for (int t = 0; t < kThreads; ++t) {
+      threads.emplace_back([&, t] {
+        auto handle = lim.Resolve(key);
+        remaining[t].reserve(kCallsPerThread);
+        // All start together (bounded: every thread gets here).
+        ready.fetch_add(1);
+        while (ready.load() < kThreads) std::this_thread::yield();
+        ASSERT_TRUE(handle.ok()) << handle.status();
+        for (int64_t i = 0; i < kCallsPerThread; ++i) {
+          const Decision d =
+              t % 2 ? lim.TryAcquire(*handle, 1) : lim.TryAcquire(key, 1);
+          if (d.allowed) {
+            remaining[t].push_back(d.remaining);
+          } else if (d.remaining != 0 || d.retry_after_ns <= 0) {
+            ++bad_denials[t];
+          }
+        }
+      });
+    }
+    for (auto& th : threads) th.join();
+    std::vector<int64_t> all;
+    for (const auto& v : remaining) all.insert(all.end(), v.begin(), v.end());
+    ASSERT_EQ(static_cast<int64_t>(all.size()), kFrozenCapacity);
+    std::sort(all.begin(), all.end());
+    for (int64_t i = 0; i < kFrozenCapacity; ++i) {
+      ASSERT_EQ(all[i], i) << "the admissions' remaining, sorted, at " << i;
+    }
+    for (int t = 0; t < kThreads; ++t) {
+      EXPECT_EQ(bad_denials[t], 0) << "thread " << t
+                                   << ": denials with remaining != 0 or "
+                                      "no retry_after";
+    }
+  }
+}
+
 TEST(StressTest, SlidingLogHoldsInEveryWindowUnderContention) {
   // Exactness under threads. A call takes effect at some instant between
   // the clock reads just before and just after it, so limit + 1 admissions

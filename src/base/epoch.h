@@ -52,7 +52,6 @@ inline std::atomic<bool> g_light_readers{false};
 
 struct ThreadState {
   EpochSlot* slot = nullptr;
-  int depth = 0;
 };
 // Initial-exec: one fs-relative access, no __tls_get_addr call.
 inline thread_local ThreadState tls __attribute__((tls_model("initial-exec")));
@@ -78,15 +77,24 @@ uint64_t EpochTryAdvance();
 bool EpochReadersFence();
 
 // A read-side critical section: objects reached through shared pointers
-// inside it are not freed until it ends. A thread-local access and two
-// plain stores (see the file comment). Nests.
+// inside it are not freed until it ends. A thread-local access, a load and
+// two plain stores (see the file comment). Nests: a section inside another
+// (its thread's slot already holds an epoch) does nothing.
 class EpochGuard {
  public:
   EpochGuard() {
-    epoch_internal::ThreadState& t = epoch_internal::tls;
-    if (t.depth++ != 0) return;
-    EpochSlot* s =
-        t.slot != nullptr ? t.slot : epoch_internal::RegisterThread();
+    EpochSlot* s = epoch_internal::tls.slot;
+    if (s == nullptr) [[unlikely]]
+      s = epoch_internal::RegisterThread();
+    // Nested: the outer section's announcement covers this one. Relaxed:
+    // only this thread writes its slot's epoch. (A depth counter would be
+    // one more store before a decision's compare-and-swap, see
+    // docs/design.md, "The hot path".)
+    if (s->epoch.load(std::memory_order_relaxed) != 0) {
+      slot_ = nullptr;
+      return;
+    }
+    slot_ = s;
     const uint64_t e = EpochNow();
 #if defined(__SANITIZE_THREAD__)
     s->epoch.exchange(e, std::memory_order_seq_cst);
@@ -103,14 +111,16 @@ class EpochGuard {
 #endif
   }
   ~EpochGuard() {
-    epoch_internal::ThreadState& t = epoch_internal::tls;
-    if (--t.depth != 0) return;
+    if (slot_ == nullptr) return;  // nested
     // Release: the section's accesses happen before a reclaimer that sees
     // the slot empty (acquire) frees anything.
-    t.slot->epoch.store(0, std::memory_order_release);
+    slot_->epoch.store(0, std::memory_order_release);
   }
   EpochGuard(const EpochGuard&) = delete;
   EpochGuard& operator=(const EpochGuard&) = delete;
+
+ private:
+  EpochSlot* slot_;  // null in a nested section
 };
 
 }  // namespace tokenlease::internal

@@ -73,14 +73,15 @@ namespace tokenlease::internal {
     std::memcpy(&w, p, 8);
     return w;
   };
-  // Differences are or-ed together and tested once: a lookup compares
-  // names only after their hash tags matched, so they are almost always
-  // equal, and one branch is cheaper than one per word.
-  uint64_t diff = word(a.data() + n - 8) ^ word(b.data() + n - 8);
+  // A branch per word (predicted: names compared after their hash tags
+  // matched are almost always equal), so that the loop needs one register
+  // besides the pointers: an or-ed difference needs two, and in a decision
+  // by name the second was a spill, a store before the decision's
+  // compare-and-swap (docs/design.md, "The hot path").
   for (size_t i = 0; i + 8 < n; i += 8) {
-    diff |= word(a.data() + i) ^ word(b.data() + i);
+    if (word(a.data() + i) != word(b.data() + i)) return false;
   }
-  return diff == 0;
+  return word(a.data() + n - 8) == word(b.data() + n - 8);
 }
 
 // Entry must provide `std::string_view name() const`, stable while the
@@ -162,11 +163,13 @@ class ShardedRegistry {
   [[gnu::always_inline]] auto With(std::string_view name, int64_t now_ns,
                                    Fn&& fn) {
     const size_t hash = HashName(name);
-    Shard& shard = ShardOf(hash);
     EpochGuard guard;
-    Entry* e = Lookup(shard, name, hash);
+    Entry* e = Lookup(ShardOf(hash), name, hash);
+    // The miss hashes again: the hash and the shard then die in the probe,
+    // instead of living (spilled: stores before the decision's
+    // compare-and-swap) until its end for a path taken once per key.
     if (e == nullptr) [[unlikely]]
-      e = InsertOrReclaim(shard, name, hash, now_ns);
+      e = InsertOrReclaim(name, now_ns);
     return fn(e);
   }
 
@@ -369,8 +372,10 @@ class ShardedRegistry {
   // With's miss: Insert, and when the registry is full and owns
   // reclamation, a Reclaim across all shards and one more try. Out of line
   // so that the lookup's frame stays small.
-  [[gnu::noinline]] Entry* InsertOrReclaim(Shard& shard, std::string_view name,
-                                           size_t hash, int64_t now_ns) {
+  [[gnu::noinline]] Entry* InsertOrReclaim(std::string_view name,
+                                           int64_t now_ns) {
+    const size_t hash = HashName(name);
+    Shard& shard = ShardOf(hash);
     Entry* e = Insert(shard, name, hash, now_ns);
     if (e == nullptr && growth_ == Growth::kReclaims) {
       Reclaim(now_ns);
