@@ -92,11 +92,13 @@ struct LeaseCase {
 // A leased limiter whose key holds its first lease (admit) or a cached
 // refusal (deny) before anything is timed.
 // `sliced`: false turns hot keys' slices off (LeaseOptions::
-// slice_threshold = 0), to compare with the balance's path in one run.
+// slice_threshold = 0), to compare with the balance's path in one run;
+// `single_thread`: LeaseOptions::slice_single_thread.
 LeaseCase* MakeLeaseCase(const Transport& t, Load load, int n,
-                         bool sliced = true) {
+                         bool sliced = true, bool single_thread = false) {
   tokenlease::LeasedLimiterOptions options;
   if (!sliced) options.lease.slice_threshold = 0;
+  options.lease.slice_single_thread = single_thread;
   options.redis.url = t.url;
   options.redis.tls = t.tls;
   options.key_prefix =
@@ -352,6 +354,14 @@ void Register(const std::vector<Transport>& transports, Load load) {
       LeaseCase* u = MakeLeaseCase(t, load, 4, /*sliced=*/false);
       RegisterOneKeyHandle(
           Name(LeaseImpl(t), "one_key_handle_unsliced", load), u,
+          [](LeasedLimiter & l, const LeaseHandle& h)
+              __attribute__((always_inline)) { return l.TryAcquire(h); });
+      // Slices from the first lease on, even for one thread
+      // (LeaseOptions::slice_single_thread).
+      LeaseCase* lone = MakeLeaseCase(t, load, 5, /*sliced=*/true,
+                                      /*single_thread=*/true);
+      RegisterOneKeyHandle(
+          Name(LeaseImpl(t), "one_key_handle_single_sliced", load), lone,
           [](LeasedLimiter & l, const LeaseHandle& h)
               __attribute__((always_inline)) { return l.TryAcquire(h); });
       const std::string by_name = Name(LeaseImpl(t), "one_key_string", load);

@@ -129,6 +129,18 @@ struct LeaseOptions {
   // claimed at a thread's first sliced decision) is beyond it decide from
   // the key's balance. 0: 4 per CPU, 16 .. 256. 0 .. 1024.
   int32_t slices_per_key = 0;
+  // Whether a hot key gets slices while one thread decides on it. false
+  // (default): only once several threads do; a lone thread keeps the
+  // key's balance, one locked fetch_sub a decision. true: from the
+  // threshold on, whoever decides: a lone thread then decides from its
+  // slice with plain loads and stores. Which is faster depends on the
+  // CPU's locked instructions: on a 2-core Intel Xeon VM a lone thread's
+  // decision took 2-3.4 ns from a slice against 9-10 ns from the balance
+  // (a bare fetch_sub: 6-8 ns); on an AMD VM the balance cost about a bare
+  // fetch_sub, 3-4 ns, and a lone thread's slice was not measured
+  // (docs/benchmarks.md, "Hot key"). Measure with lease_bench's
+  // one_key_handle cases.
+  bool slice_single_thread = false;
   // A slice whose tokens did not change for this long gives them back to
   // the key's balance (a thread that stops deciding holds nothing).
   // Smaller: fewer tokens idle in a quiet thread's slice; larger: fewer

@@ -28,7 +28,8 @@ LeaseBook::LeaseBook(const LimitSpec& spec, const LeaseOptions& options,
               static_cast<size_t>(std::max(options.spare_entries, 0))),
       slicer_(options.slice_threshold,
               static_cast<uint32_t>(std::max(options.slices_per_key, 0)),
-              absl::ToInt64Nanoseconds(options.slice_idle)) {
+              absl::ToInt64Nanoseconds(options.slice_idle),
+              options.slice_single_thread) {
   SetSpec(spec);
 }
 

@@ -227,8 +227,9 @@ struct LeaseSlicer::Key {
 };
 
 LeaseSlicer::LeaseSlicer(int64_t threshold, uint32_t slices_per_key,
-                         int64_t idle_ns)
+                         int64_t idle_ns, bool single_thread)
     : threshold_(threshold),
+      single_thread_(single_thread),
       count_(slices_per_key == 0 ? AutomaticCount() : slices_per_key),
       idle_ns_(idle_ns) {}
 
@@ -277,9 +278,11 @@ void LeaseSlicer::OnGrant(LeaseEntry* e, int64_t lease_size) {
       return;
     }
     // acquire: a flag set by a deciding thread (a hint).
-    if (!(e->flags.load(std::memory_order_acquire) & kManyThreads) &&
+    if (!single_thread_ &&
+        !(e->flags.load(std::memory_order_acquire) & kManyThreads) &&
         deciding_threads_ < 2) {
-      // One thread decides on it (so far): slices would gain nothing.
+      // One thread decides on it (so far): where a locked fetch_sub is
+      // cheap, slices would gain nothing (slice_single_thread).
       if (e->record.slice_candidate < 0) {
         e->record.slice_candidate = static_cast<int32_t>(candidates_.size());
         candidates_.push_back(e);

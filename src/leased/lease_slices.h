@@ -79,8 +79,11 @@ class LeaseSlicer {
   // `threshold`: a key gets slices when its lease size reaches it (0:
   // never). `slices_per_key`: 0 for the automatic count (4 per CPU, 16 ..
   // 256). `idle_ns`: a slice whose tokens did not change for this long
-  // goes back to the key's balance.
-  LeaseSlicer(int64_t threshold, uint32_t slices_per_key, int64_t idle_ns);
+  // goes back to the key's balance. `single_thread`: a key gets slices at
+  // the threshold even while one thread decides on it
+  // (LeaseOptions::slice_single_thread).
+  LeaseSlicer(int64_t threshold, uint32_t slices_per_key, int64_t idle_ns,
+              bool single_thread = false);
   ~LeaseSlicer();
   LeaseSlicer(const LeaseSlicer&) = delete;
   LeaseSlicer& operator=(const LeaseSlicer&) = delete;
@@ -140,6 +143,7 @@ class LeaseSlicer {
   static void SizeChunks(Key* k);
 
   const int64_t threshold_;
+  const bool single_thread_;  // LeaseOptions::slice_single_thread
   const uint32_t count_;
   const int64_t idle_ns_;
   std::vector<std::unique_ptr<Key>> keys_;  // LeaseRecord::slice_index

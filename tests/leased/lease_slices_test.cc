@@ -91,6 +91,17 @@ TEST(LeaseSlicesTest, AKeyGetsSlicesOnlyFromTheThreshold) {
   EXPECT_NE(one.slices.load(), nullptr);
   slicer.Forget(&one);
 
+  // slice_single_thread: one thread's key gets slices at the threshold.
+  LeaseSlicer lone(/*threshold=*/1000, 4, 20 * kMs, /*single_thread=*/true);
+  LeaseEntry solo("solo");
+  NoteRefiller(&solo);
+  EXPECT_FALSE(solo.flags.load() & kManyThreads);
+  lone.OnGrant(&solo, 999);
+  EXPECT_EQ(solo.slices.load(), nullptr) << "below the threshold";
+  lone.OnGrant(&solo, 1000);
+  EXPECT_NE(solo.slices.load(), nullptr) << "one thread, single_thread";
+  lone.Forget(&solo);
+
   LeaseSlicer never(/*threshold=*/0, 4, 20 * kMs);
   LeaseEntry f("f");
   f.flags.store(kManyThreads);
