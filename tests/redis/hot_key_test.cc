@@ -129,6 +129,40 @@ TEST_F(HotKeyTest, SlicedKeyAdmitsExactlyTheLimitAcrossThreads) {
   EXPECT_GE(admitted, kLimit - 3 * 4);
 }
 
+// LeaseOptions::slice_single_thread: a key one thread decides on gets
+// slices too (without it, only keys several threads decide on do), and
+// Redis still counts exactly what was admitted.
+TEST_F(HotKeyTest, ALoneThreadDecidesFromSlicesWithSliceSingleThread) {
+  constexpr int64_t kLimit = 200'000;
+  const LimitSpec spec =
+      AnchoredAt(LimitSpec::FixedWindow(kLimit, absl::Hours(1)), absl::Now());
+  ManualClock clock(absl::Now());
+  LeaseOptions lease = Sliced();
+  lease.slice_single_thread = true;
+  auto limiter = Make(spec, lease, &clock);
+  // Looked at while the one deciding thread runs (this thread decides
+  // nothing until Drain's threads have stopped).
+  bool sliced_while_alone = false;
+  const int64_t admitted = Drain(
+      *limiter, 1,
+      [&] {
+        auto info = limiter->Inspect("hot");
+        if (info.ok() && info->sliced) sliced_while_alone = true;
+      },
+      [&] {
+        for (int i = 0; i < 2; ++i) {
+          clock.Advance(absl::Milliseconds(5));
+          ASSERT_TRUE(limiter->Sync(kSyncBound).ok());
+        }
+      });
+  EXPECT_TRUE(sliced_while_alone);
+  ASSERT_TRUE(limiter->ReturnAll(kSyncBound).ok());
+  EXPECT_EQ(limiter->stats().lease.held_tokens, 0);
+  EXPECT_LE(admitted, kLimit);
+  EXPECT_EQ(admitted + RedisRemaining(spec, "hot"), kLimit);
+  EXPECT_GE(admitted, kLimit - 3 * 4);
+}
+
 TEST_F(HotKeyTest, SlicedKeyStaysWithinTheLimitWhileLeasesEndAndSlicesIdle) {
   constexpr int64_t kLimit = 200'000;
   const LimitSpec spec =
