@@ -181,6 +181,8 @@ const std::vector<Flag>& Flags() {
             "leased mode: LeaseOptions::charge_delay in ms, <= lease_ttl"),
       Field("slice_threshold", &O::slice_threshold, {0, 1e12},
             "leased mode: LeaseOptions::slice_threshold (tokens; 0: never)"),
+      Field("slice_single_thread", &O::slice_single_thread,
+            "leased mode: LeaseOptions::slice_single_thread"),
       Choice("algorithm", &O::algorithm, kAlgorithms,
              "--mode=local's algorithm (the others use token_bucket)"),
       Choice("failure_mode", &O::failure_mode, kFailureModes,

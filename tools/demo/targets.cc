@@ -52,6 +52,7 @@ LeaseOptions MakeLeaseOptions(const DemoOptions& o) {
   l.idle_evict = std::max(absl::Milliseconds(o.idle_evict_ms), 2 * l.lease_ttl);
   l.max_lease_fraction = o.max_lease_fraction;
   l.slice_threshold = static_cast<int64_t>(o.slice_threshold);
+  l.slice_single_thread = o.slice_single_thread;
   l.cold_key_policy = o.cold_key_policy;
   l.local_share = o.local_share;
   l.charge_delay = absl::Milliseconds(o.charge_delay_ms);
