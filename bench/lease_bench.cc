@@ -94,8 +94,9 @@ struct LeaseCase {
 // `sliced`: false turns hot keys' slices off (LeaseOptions::
 // slice_threshold = 0), to compare with the balance's path in one run;
 // `single_thread`: LeaseOptions::slice_single_thread.
-LeaseCase* MakeLeaseCase(const Transport& t, Load load, int n,
-                         bool sliced = true, bool single_thread = false) {
+LeaseCase* MakeLeaseCase(
+    const Transport& t, Load load, int n, bool sliced = true,
+    bool single_thread = tokenlease::LeaseOptions{}.slice_single_thread) {
   tokenlease::LeasedLimiterOptions options;
   if (!sliced) options.lease.slice_threshold = 0;
   options.lease.slice_single_thread = single_thread;
@@ -356,12 +357,12 @@ void Register(const std::vector<Transport>& transports, Load load) {
           Name(LeaseImpl(t), "one_key_handle_unsliced", load), u,
           [](LeasedLimiter & l, const LeaseHandle& h)
               __attribute__((always_inline)) { return l.TryAcquire(h); });
-      // Slices from the first lease on, even for one thread
-      // (LeaseOptions::slice_single_thread).
+      // Slices only once several threads decide on the key: one thread
+      // decides from the balance (LeaseOptions::slice_single_thread false).
       LeaseCase* lone = MakeLeaseCase(t, load, 5, /*sliced=*/true,
-                                      /*single_thread=*/true);
+                                      /*single_thread=*/false);
       RegisterOneKeyHandle(
-          Name(LeaseImpl(t), "one_key_handle_single_sliced", load), lone,
+          Name(LeaseImpl(t), "one_key_handle_lone_balance", load), lone,
           [](LeasedLimiter & l, const LeaseHandle& h)
               __attribute__((always_inline)) { return l.TryAcquire(h); });
       const std::string by_name = Name(LeaseImpl(t), "one_key_string", load);

@@ -129,18 +129,18 @@ struct LeaseOptions {
   // claimed at a thread's first sliced decision) is beyond it decide from
   // the key's balance. 0: 4 per CPU, 16 .. 256. 0 .. 1024.
   int32_t slices_per_key = 0;
-  // Whether a hot key gets slices while one thread decides on it. false
-  // (default): only once several threads do; a lone thread keeps the
-  // key's balance, one locked fetch_sub a decision. true: from the
-  // threshold on, whoever decides: a lone thread then decides from its
-  // slice with plain loads and stores. Which is faster depends on the
-  // CPU's locked instructions: on a 2-core Intel Xeon VM a lone thread's
-  // decision took 2-3.4 ns from a slice against 9-10 ns from the balance
-  // (a bare fetch_sub: 6-8 ns); on an AMD VM the balance cost about a bare
-  // fetch_sub, 3-4 ns, and a lone thread's slice was not measured
-  // (docs/benchmarks.md, "Hot key"). Measure with lease_bench's
-  // one_key_handle cases.
-  bool slice_single_thread = false;
+  // Whether a hot key gets slices while one thread decides on it. true
+  // (default): from the threshold on, whoever decides; a lone thread then
+  // decides from its slice with plain loads and stores. false: only once
+  // several threads do; a lone thread keeps the key's balance, one locked
+  // fetch_sub a decision. What a lone thread gains depends on the CPU's
+  // locked instructions: 2.7-3.2 ns a decision from its slice against
+  // 10.3-10.6 ns from the balance on a 2-core Intel Xeon VM (a bare
+  // fetch_sub: 7-8 ns); about even on an AMD EPYC VM (3.2-4.1 ns against
+  // 3.3-4.7 ns; docs/benchmarks.md, "Hot key"). false saves the slices'
+  // memory and their idle returns' process-wide barriers for keys only
+  // one thread decides on.
+  bool slice_single_thread = true;
   // A slice whose tokens did not change for this long gives them back to
   // the key's balance (a thread that stops deciding holds nothing).
   // Smaller: fewer tokens idle in a quiet thread's slice; larger: fewer

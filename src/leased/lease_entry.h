@@ -130,8 +130,9 @@ struct alignas(64) LeaseEntry : LeaseHot {
   // asks for at least this much.
   std::atomic<int64_t> wanted_cost{0};
   // The slice index (plus one) of the thread that last asked for a refill:
-  // another thread asking sets kManyThreads (LeaseSlicer: only keys that
-  // several threads decide on get slices). relaxed: a hint.
+  // another thread asking sets kManyThreads (LeaseSlicer, without
+  // slice_single_thread: only keys that several threads decide on get
+  // slices). relaxed: a hint.
   std::atomic<uint32_t> refiller{0};
 
   LeaseRecord record;  // the lease book's; reconciler thread only

@@ -39,8 +39,8 @@ uint32_t ClaimLeaseSlice();
 
 // The calling thread asks for `e`'s refill (Reconciler::RequestRefill):
 // when another thread asked last, the key is decided on by several threads
-// and is marked kManyThreads (LeaseSlicer gives only such keys slices: a
-// key one thread decides on gains nothing from them). A store only when
+// and is marked kManyThreads (without LeaseOptions::slice_single_thread,
+// LeaseSlicer gives only such keys slices). A store only when
 // the asking thread changes; a refill is asked for about once a lease.
 inline void NoteRefiller(LeaseEntry* e) {
   uint32_t me = tls_lease_slice;

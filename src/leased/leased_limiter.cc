@@ -81,7 +81,8 @@ class LeasedLimiter::Impl {
     });
     reconciler_.SetStepHook([this](int64_t now_ns) {
       if (census_ != nullptr) census_->MaybeTick(now_ns);
-      // Hot keys get slices once several threads decide (LeaseSlicer).
+      // Without slice_single_thread, hot keys get slices once several
+      // threads decide (LeaseSlicer).
       if (options_.lease.slice_threshold > 0) {
         book_.NoteDecidingThreads(
             internal::CountingThreads(policy_.count_base(), &counting_seen_));

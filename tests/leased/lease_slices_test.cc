@@ -65,7 +65,8 @@ TEST(LeaseSlicesTest, AnExitedThreadsIndexIsReused) {
 
 TEST(LeaseSlicesTest, AKeyGetsSlicesOnlyFromTheThreshold) {
   if (!SlicesSupported()) GTEST_SKIP() << "membarrier(2) is not available";
-  LeaseSlicer slicer(/*threshold=*/1000, /*slices_per_key=*/4, 20 * kMs);
+  LeaseSlicer slicer(/*threshold=*/1000, /*slices_per_key=*/4, 20 * kMs,
+                     /*single_thread=*/false);
   LeaseEntry e("k");
   e.flags.store(kManyThreads);  // several threads decide on it
   slicer.OnGrant(&e, 999);

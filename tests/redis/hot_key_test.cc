@@ -40,10 +40,11 @@ class HotKeyTest : public tokenlease::testing::LeasedFixture<
 
   // `threads` threads drain "hot" (a fixed window of 200,000 for an hour)
   // on a limiter with `lease`, `watch` running on this thread before each
-  // Sync while they decide; checks that the key is sliced and that Redis
-  // counts exactly what was admitted.
+  // Sync while they decide; checks that Redis counts exactly what was
+  // admitted and, if `check_sliced`, that the key is sliced at the end.
   void DrainExactly(const LeaseOptions& lease, int threads,
-                    const std::function<void(LeasedLimiter&)>& watch);
+                    const std::function<void(LeasedLimiter&)>& watch,
+                    bool check_sliced = true);
 };
 
 // `threads` threads decide on "hot" (half through their own handle copy,
@@ -105,9 +106,9 @@ int64_t Drain(
   return admitted.load();
 }
 
-void HotKeyTest::DrainExactly(
-    const LeaseOptions& lease, int threads,
-    const std::function<void(LeasedLimiter&)>& watch) {
+void HotKeyTest::DrainExactly(const LeaseOptions& lease, int threads,
+                              const std::function<void(LeasedLimiter&)>& watch,
+                              bool check_sliced) {
   constexpr int64_t kLimit = 200'000;
   const LimitSpec spec =
       AnchoredAt(LimitSpec::FixedWindow(kLimit, absl::Hours(1)), absl::Now());
@@ -129,7 +130,9 @@ void HotKeyTest::DrainExactly(
       });
   auto info = limiter->Inspect("hot");
   ASSERT_TRUE(info.ok()) << info.status();
-  EXPECT_TRUE(info->sliced);
+  if (check_sliced) {
+    EXPECT_TRUE(info->sliced);
+  }
   ASSERT_TRUE(limiter->ReturnAll(kSyncBound).ok());
   EXPECT_EQ(limiter->stats().lease.held_tokens, 0);
   EXPECT_LE(admitted, kLimit);
@@ -142,20 +145,40 @@ TEST_F(HotKeyTest, SlicedKeyAdmitsExactlyTheLimitAcrossThreads) {
   DrainExactly(Sliced(), 6, [](LeasedLimiter&) {});
 }
 
-// LeaseOptions::slice_single_thread: a key one thread decides on gets
-// slices too (without it, only keys several threads decide on do), and
-// Redis still counts exactly what was admitted.
-TEST_F(HotKeyTest, ALoneThreadDecidesFromSlicesWithSliceSingleThread) {
-  LeaseOptions lease = Sliced();
-  lease.slice_single_thread = true;
+// LeaseOptions::slice_single_thread (default true): a key one thread
+// decides on gets slices while it alone decides, and Redis still counts
+// exactly what was admitted.
+TEST_F(HotKeyTest, ALoneThreadDecidesFromSlicesByDefault) {
+  ASSERT_TRUE(LeaseOptions{}.slice_single_thread);
   // Looked at while the one deciding thread runs (this thread decides
   // nothing until Drain's threads have stopped).
   bool sliced_while_alone = false;
-  DrainExactly(lease, 1, [&](LeasedLimiter& limiter) {
+  DrainExactly(Sliced(), 1, [&](LeasedLimiter& limiter) {
     auto info = limiter.Inspect("hot");
     if (info.ok() && info->sliced) sliced_while_alone = true;
   });
   EXPECT_TRUE(sliced_while_alone);
+}
+
+// slice_single_thread = false: a key one thread decides on keeps the
+// balance's path however hot it is (slices come with a second thread), and
+// Redis counts exactly what was admitted.
+TEST_F(HotKeyTest, ALoneThreadKeepsTheBalanceWithoutSliceSingleThread) {
+  LeaseOptions lease = Sliced();
+  lease.slice_single_thread = false;
+  bool sliced_while_alone = false;
+  int looks = 0;
+  DrainExactly(
+      lease, 1,
+      [&](LeasedLimiter& limiter) {
+        auto info = limiter.Inspect("hot");
+        ASSERT_TRUE(info.ok()) << info.status();
+        ++looks;
+        if (info->sliced) sliced_while_alone = true;
+      },
+      /*check_sliced=*/false);
+  EXPECT_GT(looks, 0);
+  EXPECT_FALSE(sliced_while_alone);
 }
 
 TEST_F(HotKeyTest, SlicedKeyStaysWithinTheLimitWhileLeasesEndAndSlicesIdle) {
@@ -200,7 +223,8 @@ TEST_F(HotKeyTest, AnIdleThreadsSliceGoesBackToTheLease) {
   auto h = limiter->Resolve("hot");
   ASSERT_TRUE(h.ok());
   // Until the key holds a lease large enough for slices: this thread and
-  // another take turns (a key one thread decides on gets no slices).
+  // another take turns (a second thread as well: with
+  // slice_single_thread = false only such a key gets slices).
   for (int round = 0; round < 50 && !limiter->Inspect("hot")->sliced; ++round) {
     for (int i = 0; i < 200; ++i) limiter->TryAcquire(*h);
     std::thread([&, handle = *h] {
