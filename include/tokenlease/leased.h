@@ -136,8 +136,8 @@ struct LeaseOptions {
   // fetch_sub a decision. What a lone thread gains depends on the CPU's
   // locked instructions: 2.7-3.2 ns a decision from its slice against
   // 10.3-10.6 ns from the balance on a 2-core Intel Xeon VM (a bare
-  // fetch_sub: 7-8 ns); about even on an AMD EPYC VM (3.2-4.1 ns against
-  // 3.3-4.7 ns; docs/benchmarks.md, "Hot key"). false saves the slices'
+  // fetch_sub: 7-8 ns); about even on an AMD EPYC VM (2.9-4.4 ns against
+  // 2.9-4.7 ns; docs/benchmarks.md, "Hot key"). false saves the slices'
   // memory and their idle returns' process-wide barriers for keys only
   // one thread decides on.
   bool slice_single_thread = true;

@@ -224,8 +224,8 @@ TEST_F(HotKeyTest, AnIdleThreadsSliceGoesBackToTheLease) {
   auto h = limiter->Resolve("hot");
   ASSERT_TRUE(h.ok());
   // Until the key holds a lease large enough for slices: this thread and
-  // another take turns (a second thread as well: with
-  // slice_single_thread = false only such a key gets slices).
+  // another take turns (two deciding threads: the key gets slices whatever
+  // slice_single_thread says).
   for (int round = 0; round < 50 && !limiter->Inspect("hot")->sliced; ++round) {
     for (int i = 0; i < 200; ++i) limiter->TryAcquire(*h);
     std::thread([&, handle = *h] {
