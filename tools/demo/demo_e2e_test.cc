@@ -181,11 +181,21 @@ TEST_F(DemoEndToEndTest, AShortRunWithAnOutageHoldsTheLimit) {
   EXPECT_THAT(out, Not(HasSubstr("\x1b[")));
 
   // The summary: every phase and the busiest second, each within its
-  // bound (the table's admitted and bound columns).
+  // bound (the table's admitted and bound columns). On a loaded machine
+  // Redis can stall long enough to be judged down before the planned
+  // outage: the first phase is then "before*", with the outage's terms in
+  // its bound, and a line says when (report.cc; 2 of 6 runs with two busy
+  // loops beside the test on 2 cores).
   EXPECT_THAT(out, HasSubstr("== summary (leased, hot, outage 1.5-3 s, "
                              "fail_local) =="));
-  for (const std::string phase :
+  const bool unplanned = absl::StrContains(out, "\nbefore* ");
+  EXPECT_EQ(unplanned, absl::StrContains(out,
+                                         "\nbefore*: an instance judged "
+                                         "Redis down at "));
+  std::map<std::string, int64_t> bounds;
+  for (std::string phase :
        {"before", "during", "after", "whole run", "busiest 1 s"}) {
+    if (phase == "before" && unplanned) phase = "before*";
     const size_t at = out.find(absl::StrCat("\n", phase, " "));
     ASSERT_NE(at, std::string::npos) << phase;
     const size_t from = at + 1 + phase.size();
@@ -199,6 +209,7 @@ TEST_F(DemoEndToEndTest, AShortRunWithAnOutageHoldsTheLimit) {
         << phase << ": " << f[1] << " " << f[3];
     EXPECT_GT(admitted, 0) << phase;
     EXPECT_LE(admitted, bound) << phase;
+    bounds[phase] = bound;
   }
   EXPECT_THAT(out, Not(HasSubstr("BOUND EXCEEDED")));
   EXPECT_THAT(out, HasSubstr("\noutage: judged Redis down: "));
@@ -212,7 +223,10 @@ TEST_F(DemoEndToEndTest, AShortRunWithAnOutageHoldsTheLimit) {
   for (const auto& [phase, n] : csv.admitted) total += n;
   // Whole run: burst + limit x duration + 2 bursts (fail_local).
   EXPECT_LE(total, kBurst + kLimit * kSeconds + 2 * kBurst);
-  EXPECT_LE(csv.admitted.at("before"), kBurst + kLimit * kOutageAt);
+  // Before the outage: L t + B, or the table's outage terms if Redis was
+  // judged down early.
+  EXPECT_LE(csv.admitted.at("before"),
+            unplanned ? bounds["before*"] : kBurst + kLimit * kOutageAt);
   // fail_local kept admitting during the outage, and leasing resumed after
   // it (a quarter of the limit is far below either, even on a loaded
   // machine).
