@@ -29,12 +29,6 @@ void LeaseDecider::UpdateSpec(const LimitSpec& spec) {
                 std::memory_order_relaxed);
 }
 
-bool LeaseDecider::ShouldWait(LeaseEntry* e, int64_t cost) const {
-  return options_.lease.cold_key_policy == ColdKeyPolicy::kWait && cost > 0 &&
-         cost <= max_cost() &&
-         !(e->flags.load(std::memory_order_acquire) & kHasLease);
-}
-
 Decision LeaseDecider::Slow(LeaseEntry* e, int64_t cost, bool may_wait) {
   // Every path returns `d`, the caller's return slot (ApplyShadow says why
   // a copy costs: a refused decision by handle paid 4 ns for it).
@@ -191,7 +185,9 @@ bool LeaseDecider::WaitForLease(LeaseEntry* e, int64_t cost) {
 Decision LeaseDecider::ByName(std::string_view key, int64_t cost) {
   LeaseEntry* wait_on = nullptr;
   bool retired = false;
-  auto decide = [&](LeaseEntry* e) {
+  // Inline: a call would put its captures in memory (LimiterCore's lookup
+  // says the same).
+  auto decide = [&](LeaseEntry * e) __attribute__((always_inline)) {
     if (e == nullptr) {
       Decision denied;
       denied.source = DecisionSource::kKeyLimit;

@@ -200,6 +200,44 @@ TEST_F(FailureFixture, ChargedOutageUsageReachesRedis) {
   EXPECT_LE(d.remaining, 1000 - 300 - 1);
 }
 
+// A refusal cached before Redis went away gives way to the failure mode,
+// by handle and by name: the denied key's inline path
+// (LeaseDecider::CachedRefusal) asks whether the key's server is down, as
+// Slow does. The refusal stays cached through the outage (the clock stands
+// still), so only that check tells the two apart.
+TEST_F(FailureFixture, ACachedRefusalGivesWayToTheFailureMode) {
+  LeasedLimiterOptions options;
+  options.failure_mode = FailureMode::kFailOpen;
+  auto limiter = Make(options);
+  auto h = limiter->Resolve("k");
+  ASSERT_TRUE(h.ok());
+  // Spends the burst (1000) until Redis refuses a lease.
+  for (int i = 0; i < 20'000 && !limiter->Inspect("k")->denied; ++i) {
+    if (!limiter->TryAcquire(*h).allowed) {
+      ASSERT_TRUE(limiter->Sync(kWaitBound).ok());
+    }
+  }
+  ASSERT_TRUE(limiter->Inspect("k")->denied);
+  // The first denial notes the demand (Slow); the rest take the inline path.
+  for (int i = 0; i < 20; ++i) {
+    const Decision d =
+        i % 2 == 0 ? limiter->TryAcquire(*h) : limiter->TryAcquire("k");
+    EXPECT_FALSE(d.allowed);
+    EXPECT_EQ(d.source, DecisionSource::kLease);
+    EXPECT_GT(d.retry_after_ns, 0);
+  }
+  server().Kill();
+  ASSERT_TRUE(WaitUntil(
+      [&] { return limiter->connection().health() == RedisHealth::kDown; }));
+  ASSERT_TRUE(limiter->Inspect("k")->denied);
+  for (int i = 0; i < 20; ++i) {
+    const Decision d =
+        i % 2 == 0 ? limiter->TryAcquire(*h) : limiter->TryAcquire("k");
+    EXPECT_TRUE(d.allowed);
+    EXPECT_EQ(d.source, DecisionSource::kFailOpen);
+  }
+}
+
 // Shadow mode admits what it would deny, counts it, and charges nothing
 // for it.
 TEST_F(FailureFixture, ShadowModeAdmitsAndCountsDenials) {
