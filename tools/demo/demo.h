@@ -10,15 +10,6 @@
 // phases against their bounds, computed by one function), the CSV and the
 // SVG chart (chart.cc); workload.h is the load both sides compute from the
 // same options.
-//
-// What stays large, and why (about 3.9k lines in all): the instance side
-// (instance.cc, workload.cc, targets.cc, protocol.cc, about 1.2k) paces the
-// load with no system call or allocation per decision and counts per
-// window, per outage phase and per key, which the library does not (its
-// counters are per limiter, and the demo reads those); the flag table
-// (flags.cc) has a row for each of the ~40 flags the README, the scripts
-// and docs/benchmarks.md use; the chart is written by hand (no SVG
-// dependency for writing).
 #ifndef TOKENLEASE_TOOLS_DEMO_DEMO_H_
 #define TOKENLEASE_TOOLS_DEMO_DEMO_H_
 

@@ -12,17 +12,13 @@
 #include <string>
 #include <thread>
 #include <type_traits>
-#include <utility>
 #include <vector>
 
 #include "absl/flags/marshalling.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
-#include "absl/strings/str_split.h"
-#include "absl/strings/strip.h"
 #include "demo/report.h"
 #include "demo/targets.h"
 #include "demo/workload.h"

@@ -27,6 +27,15 @@ double ZipfWeight(int i, double s) {
   return std::pow(static_cast<double>(i + 1), -s);
 }
 
+// start + span x this thread's place among all threads: the instances'
+// threads spread their first calls evenly over one span.
+double Spread(const DemoOptions& o, int instance, int t, int64_t start_ns,
+              double span_ns) {
+  const int global = instance * o.threads + t;
+  return static_cast<double>(start_ns) +
+         span_ns * global / static_cast<double>(o.instances * o.threads);
+}
+
 }  // namespace
 
 int64_t SteadyNs() {
@@ -188,18 +197,12 @@ double CallIntervalNs(const DemoOptions& o) {
 
 double TickOriginNs(const DemoOptions& o, int instance, int t,
                     int64_t start_ns) {
-  const int total_threads = o.instances * o.threads;
-  const int global = instance * o.threads + t;
-  return static_cast<double>(start_ns) +
-         1000.0 * o.tick_us * global / static_cast<double>(total_threads);
+  return Spread(o, instance, t, start_ns, 1000.0 * o.tick_us);
 }
 
 double FirstCallNs(const DemoOptions& o, int instance, int t,
                    int64_t start_ns) {
-  const int total_threads = o.instances * o.threads;
-  const int global = instance * o.threads + t;
-  return static_cast<double>(start_ns) +
-         CallIntervalNs(o) * global / static_cast<double>(total_threads);
+  return Spread(o, instance, t, start_ns, CallIntervalNs(o));
 }
 
 }  // namespace tokenlease::tools
