@@ -79,7 +79,7 @@ class LeaseDecider {
       }
       e->balance.fetch_add(cost, std::memory_order_relaxed);
     }
-    // Both returns build the caller's result in place: a Decision assigned
+    // Every return builds the caller's result in place: a Decision assigned
     // from Slow's was copied through the stack, and its reload waited on
     // the stores (a store-forwarding stall, 27 % of a denial by name).
     int64_t retry_after_ns;
@@ -107,7 +107,8 @@ class LeaseDecider {
         cost > max_cost()) {
       return false;
     }
-    // relaxed (all three loads): the hints Slow reads the same way.
+    // relaxed (wanted_cost, local_share, deny_until_ns): read as Slow reads
+    // them (a sizing hint, a count of tokens, a retry hint).
     if (e->wanted_cost.load(std::memory_order_relaxed) < cost) return false;
     if (!(f & kHasLease)) {
       // A cold key's policy may still admit or wait (Slow).
