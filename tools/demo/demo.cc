@@ -364,8 +364,11 @@ class Parent {
                                 replica_));
     } else if (outage_ == OutageNow::kOn && t >= o_.OutageEnd()) {
       EndOutage();
+      // Stamped when the server is back: a restart on a loaded machine
+      // took up to 3.5 s (a start that waits for PING), and the instances
+      // cannot be heard from before it.
       note = absl::StrFormat(
-          "  # %.2fs %s %s\n", t,
+          "  # %.2fs %s %s\n", (SteadyNs() - run_.start_ns) / 1e9,
           cluster == nullptr ? "redis-server" : absl::StrCat("node ", victim_),
           !kill9               ? "resumed (SIGCONT)"
           : cluster == nullptr ? "restarted, empty"
