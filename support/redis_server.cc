@@ -65,14 +65,14 @@ bool Exited(pid_t pid) {
 // what the parent prepared.
 struct ChildSetup {
   pid_t parent;
-  bool own_session;
+  bool own_process_group;
   const char* out_path;  // stdout and stderr
   int max_fd;            // for closing inherited descriptors
   char** argv;
 };
 
 [[noreturn]] void ExecChild(const ChildSetup& c) {
-  if (c.own_session) setsid();
+  if (c.own_process_group) setpgid(0, 0);
   // Die with the thread that started the server, even if its process
   // crashes before the destructor runs; if that already happened before
   // prctl, go now.
@@ -310,7 +310,7 @@ absl::Status RedisServer::Launch() {
                              files.rlim_cur < 65536
                          ? static_cast<int>(files.rlim_cur)
                          : 65536;
-  const ChildSetup child{getpid(), options_.own_session, out_path.c_str(),
+  const ChildSetup child{getpid(), options_.own_process_group, out_path.c_str(),
                          max_fd, argv.data()};
   const pid_t pid = fork();
   if (pid < 0) return absl::ErrnoToStatus(errno, "fork");

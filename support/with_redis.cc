@@ -106,7 +106,7 @@ int main(int argc, char** argv) {
   options.name = "tokenlease-with-redis";
   // Only with_redis stops it: a Ctrl-C at the terminal reaches COMMAND,
   // and the server must outlive COMMAND's own handling of it.
-  options.own_session = true;
+  options.own_process_group = true;
   options.start_timeout = absl::GetFlag(FLAGS_start_timeout);
   options.stop_timeout = absl::GetFlag(FLAGS_stop_timeout);
   options.cancelled = [] { return g_signal.load() != 0; };

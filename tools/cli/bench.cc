@@ -168,9 +168,9 @@ absl::StatusOr<BenchReport> RunBenchmarks(const BenchOptions& given,
   if (url.empty()) {
     progress << "tokenlease bench: starting a private redis-server\n"
              << std::flush;
-    // Its own session: a Ctrl-C stops the measuring, not the server.
+    // Its own process group: a Ctrl-C stops the measuring, not the server.
     absl::StatusOr<std::unique_ptr<support::RedisServer>> s =
-        support::StartRedisServer({.own_session = true,
+        support::StartRedisServer({.own_process_group = true,
                                    .name = "tokenlease-bench",
                                    .cancelled = cancelled});
     if (s.ok()) {

@@ -81,7 +81,7 @@ std::string LoadAverage() {
 // Blocks SIGINT while it lives: a process forked meanwhile starts with it
 // blocked (exec keeps the mask), out of reach of a Ctrl-C at the terminal.
 // For the instances (they unblock it once they ignore it), and for the
-// cluster's nodes (RedisClusterOptions has no own_session).
+// cluster's nodes (RedisClusterOptions has no own_process_group).
 class SigintBlocked {
  public:
   SigintBlocked() {
@@ -586,7 +586,7 @@ absl::StatusOr<std::string> StartRedis(DemoOptions& o, Redis& redis) {
   if (o.redis == RedisKind::kCluster) {
     absl::StatusOr<std::unique_ptr<support::RedisCluster>> cluster;
     {
-      const SigintBlocked blocked;  // for own_session (SigintBlocked)
+      const SigintBlocked blocked;  // for own_process_group (SigintBlocked)
       cluster =
           support::RedisCluster::Start({.tls = tls, .name = "tokenlease-demo"});
     }
@@ -597,10 +597,10 @@ absl::StatusOr<std::string> StartRedis(DemoOptions& o, Redis& redis) {
     redis.primaries = *primaries;
     o.url = o.tls ? redis.cluster->tls_url() : redis.cluster->url();
   } else if (o.url.empty()) {
-    // In a session of its own: a Ctrl-C at the terminal must not stop it
+    // In a process group of its own: a Ctrl-C at the terminal must not stop it
     // under the instances' final lease returns and the summary's probes.
     absl::StatusOr<std::unique_ptr<support::RedisServer>> server =
-        support::StartRedisServer({.own_session = true,
+        support::StartRedisServer({.own_process_group = true,
                                    .tls = tls,
                                    .name = "tokenlease-demo",
                                    .cancelled = Interrupted});
