@@ -23,7 +23,10 @@
 --       grant under the lease key, as acquire.lua with a lease key) |
 --       "charge" amount max_debt | "release" amount granted_at_us.
 -- Reply: m elements, element j answering item j: acquire.lua's 6 integers
---        (acquire and charge items), release.lua's integer, or an error
+--        (acquire and lease items); one integer (charge items): what is
+--        left after the charge (acquire.lua's remaining) when all of the
+--        amount was charged, else the part not charged, negative (the debt
+--        cap; nothing is left then); release.lua's integer; or an error
 --        reply for that item alone.
 --
 -- ASSEMBLED like acquire.lua. The arguments, the spec (lib/band.lua), the
@@ -44,7 +47,11 @@
 --
 -- PERFORMANCE NOTES: see acquire.lua. Per item: no closure, the band
 -- tables reused (band i's state lives in bands[i], loaded again by each
--- item), one table (an acquire or charge item's reply). A charge of a
+-- item), one table (an acquire or lease item's reply). A charge item
+-- replies one integer: Redis turns a table reply into an array node of its
+-- own after looking up six fields (err, ok, double, ...), and each integer
+-- costs more than a Lua line (the 6-integer table was about a quarter of a
+-- charge item's server instructions, callgrind). A charge of a
 -- one-band GCRA limit (most charges: a token bucket's cold keys) takes
 -- fast_charge below: one command for a key without state, no pcall, no
 -- generic band code.
@@ -132,7 +139,8 @@ local h = 0
 --@include lib/acquire.lua admits
 
 -- acquire.lua after its arguments, for one acquire or charge item: its
--- reply (6 integers, or an error reply).
+-- reply (6 integers, or an error reply; the items' loop makes a charge
+-- item's one integer).
 local function acquire_item()
   --@include lib/acquire.lua load
 
@@ -190,14 +198,23 @@ if nb == 1 and bands[1].kind == 'gcra' and not empty_since and
   -- TTLs in ms as the strings SET takes (Redis would format a number
   -- with '%.17g' on every call; charges of a call share a few TTLs).
   local ttl_str = {}
+  -- The states written, by debt: the charges of a call's fresh keys mostly
+  -- write one (a cold key charged 1 token), and a string.format of three
+  -- numbers and a new string cost more than the SET (about 7,000 of 38,000
+  -- server instructions per item, callgrind; docs/benchmarks.md).
+  local state_str, state_ms = {}, {}
   -- The new state of debt d > 0 (units of 1/l us), as commit writes it:
   -- the value and its TTL in ms (d <= 2^51 + p: '%d' is exact).
   local function state_of(d)
+    local str = state_str[d]
+    if str then return str, state_ms[d] end
     local whole, frac = muldiv(d, 1, l)
     local ms = dceil(dceil(d, l), 1000) + MARGIN_MS
     local mss = ttl_str[ms]
     if not mss then mss = sformat('%d', ms); ttl_str[ms] = mss end
-    return sformat('%d %d %d %s', now + whole, frac, l, stamp), mss
+    str = sformat('%d %d %d %s', now + whole, frac, l, stamp)
+    state_str[d], state_ms[d] = str, mss
+    return str, mss
   end
   fast_charge = function(key)
     -- Charge up to wanted within max_debt (lib/acquire.lua charge).
@@ -235,7 +252,8 @@ if nb == 1 and bands[1].kind == 'gcra' and not empty_since and
         rcall('SET', key, str, 'PX', ms)
       end
     end
-    return {take, d <= tol and dfloor(tol - d, p) or 0, 0, dceil(d, l), now, 0}
+    if take < wanted then return take - wanted end  -- capped: none left
+    return d <= tol and dfloor(tol - d, p) or 0
   end
 end
 
@@ -289,7 +307,13 @@ for j = 1, m do
     else
       W = 0; minimum = 0; charge = 1  -- as acquire.lua's charge=1
       if fast_charge then r = fast_charge(bands[1].key) end
-      if not r then ok, r = pcall(acquire_item); pre_state = false end
+      if not r then
+        ok, r = pcall(acquire_item); pre_state = false
+        -- acquire.lua's reply {charged, remaining, ...} as one integer.
+        if ok and not r.err then
+          r = r[1] < wanted and r[1] - wanted or r[2]
+        end
+      end
     end
   else  -- release
     ai = ai + 3

@@ -33,7 +33,9 @@ absl::Status RedisLeaseTransport::SubmitBatch(std::span<const BatchItem> items,
   if (items.size() == 1) {
     // A lone item costs less in its single script (1.2 to 1.4x less Redis
     // time, docs/benchmarks.md,
-    // "Measurements behind design choices"), which replies the same.
+    // "Measurements behind design choices"), which replies the same (a
+    // charge: its 6 integers, which ParseAcquireItemReply takes as well as
+    // the batch's one).
     const BatchItem& item = items[0];
     auto one = [done =
                     std::move(done)](absl::StatusOr<RedisReply> reply) mutable {

@@ -423,8 +423,41 @@ std::vector<absl::StatusOr<BatchItemResult>> ParseBatchReply(
   return out;
 }
 
+namespace {
+
+// A charge item's reply: one integer, what is left when all of `wanted`
+// was charged, else minus the part the debt cap left uncharged (nothing is
+// left then: a capped band is at its cap). A lone charge goes to
+// acquire.lua (lease_transport.cc), whose 6 integers are taken too.
+absl::StatusOr<AcquireResult> ChargeItemReply(const RedisReply& reply,
+                                              const BatchItem& item) {
+  if (reply.is_error()) return ScriptError(reply, "batch");
+  if (reply.type == RedisReply::Type::kArray) {
+    absl::StatusOr<AcquireResult> charged = AcquireReply(reply, "acquire");
+    if (charged.ok() && charged->granted > item.wanted) {
+      return absl::InternalError(
+          absl::StrCat("tokenlease acquire script: charged ", charged->granted,
+                       " of ", item.wanted));
+    }
+    return charged;
+  }
+  if (reply.type != RedisReply::Type::kInteger ||
+      reply.integer < -item.wanted) {
+    return absl::InternalError(absl::StrCat(
+        "tokenlease batch script: expected an integer >= -", item.wanted,
+        " for a charge of ", item.wanted, ", got ", reply.DebugString()));
+  }
+  AcquireResult r;
+  r.granted = reply.integer < 0 ? item.wanted + reply.integer : item.wanted;
+  r.remaining = reply.integer < 0 ? 0 : reply.integer;
+  return r;
+}
+
+}  // namespace
+
 absl::StatusOr<AcquireResult> ParseAcquireItemReply(const RedisReply& reply,
                                                     const BatchItem& item) {
+  if (item.op == BatchItem::Op::kCharge) return ChargeItemReply(reply, item);
   absl::StatusOr<AcquireResult> acquired = AcquireReply(reply, "batch");
   if (acquired.ok() && acquired->granted > item.wanted) {
     return absl::InternalError(absl::StrCat("tokenlease batch script: granted ",

@@ -143,7 +143,10 @@ struct BatchItem {
 };
 
 // The answer to one item: `acquire` for kAcquire and kCharge, `released`
-// (the tokens returned) for kRelease.
+// (the tokens returned) for kRelease. A charge item's reply is one integer
+// (docs/lua-protocol.md, batch.lua): its `acquire` has `granted` (the
+// tokens charged) and `remaining` only, the other fields 0 (a lone charge
+// sent to acquire.lua has all six).
 struct BatchItemResult {
   AcquireResult acquire;
   int64_t released = 0;
@@ -173,8 +176,9 @@ std::vector<absl::StatusOr<BatchItemResult>> ParseBatchReply(
     const RedisReply& reply, std::span<const BatchItem> items);
 
 // One batch item's reply (an acquire, lease or charge item, or a release
-// item), checked against the item as well: a grant above `wanted`, or a
-// release above `amount`, is Internal (tokens from nothing). What
+// item), checked against the item as well: a grant above `wanted`, a
+// charge's integer below -`wanted`, or a release above `amount`, is
+// Internal (tokens from nothing). What
 // ParseBatchReply does per item, for callers that split the reply.
 absl::StatusOr<AcquireResult> ParseAcquireItemReply(const RedisReply& reply,
                                                     const BatchItem& item);

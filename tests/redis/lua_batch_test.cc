@@ -75,6 +75,10 @@ std::string Show(const absl::StatusOr<BatchItemResult>& r, Op op) {
   if (!r.ok()) return absl::StrCat("error ", r.status().code());
   if (op == Op::kRelease) return absl::StrCat("released ", r->released);
   const internal::AcquireResult& a = r->acquire;
+  // A batch's charge item replies these two (acquire.lua's charge all six).
+  if (op == Op::kCharge) {
+    return absl::StrCat("charged ", a.granted, " left ", a.remaining);
+  }
   return absl::StrCat(a.granted, " ", a.remaining, " ", a.retry_after_us, " ",
                       a.reset_after_us, " ", a.now_us, " ", a.wait_us);
 }
@@ -817,15 +821,29 @@ RedisReply Array(std::vector<RedisReply> elements) {
 }
 
 TEST(ParseBatchReplyTest, WellFormed) {
-  const std::vector<BatchItem> items = {Acquire("a", 1, 1), Charge("b", 1, 0),
-                                        Release("c", 10, 0, "l")};
+  const std::vector<BatchItem> items = {Acquire("a", 1, 1), Charge("b", 4, 0),
+                                        Release("c", 10, 0, "l"),
+                                        Charge("d", 5, 1)};
   const Results r = internal::ParseBatchReply(
-      Array({SixInts(), SixInts(), IntegerReply(7)}), items);
-  ASSERT_EQ(r.size(), 3u);
+      Array({SixInts(), IntegerReply(3), IntegerReply(7), IntegerReply(-2)}),
+      items);
+  ASSERT_EQ(r.size(), 4u);
   EXPECT_EQ(r[0]->acquire.granted, 1);
   EXPECT_EQ(r[0]->acquire.now_us, 5);
-  EXPECT_EQ(r[1]->acquire.reset_after_us, 4);
+  EXPECT_EQ(r[0]->acquire.reset_after_us, 4);
+  // A charge's integer >= 0: all of it charged, that much left.
+  EXPECT_EQ(r[1]->acquire.granted, 4);
+  EXPECT_EQ(r[1]->acquire.remaining, 3);
   EXPECT_EQ(r[2]->released, 7);
+  // Negative: the part the debt cap left uncharged, nothing left.
+  EXPECT_EQ(r[3]->acquire.granted, 3);
+  EXPECT_EQ(r[3]->acquire.remaining, 0);
+  // A lone charge goes to acquire.lua: its 6 integers are taken as well.
+  const absl::StatusOr<internal::AcquireResult> lone =
+      internal::ParseAcquireItemReply(SixInts(), items[1]);
+  ASSERT_TRUE(lone.ok()) << lone.status();
+  EXPECT_EQ(lone->granted, 1);
+  EXPECT_EQ(lone->remaining, 2);
 }
 
 TEST(ParseBatchReplyTest, MalformedRepliesAreErrorsNeverCrashes) {
@@ -912,6 +930,17 @@ TEST(ParseBatchReplyTest, OutOfRangeNumbersAreErrors) {
     EXPECT_EQ(r[1].status().code(), absl::StatusCode::kInternal) << released;
   }
   EXPECT_FALSE(internal::ParseReleaseReply(IntegerReply(-1)).ok());
+  // A charge of 5: below -5 would charge a negative amount; as 6 integers,
+  // more than 5 charged would be tokens from nothing.
+  const BatchItem charge = Charge("b", 5, 0);
+  for (const RedisReply& e : {IntegerReply(-6), AcquireReply(6, 0, 0, 4, 5),
+                              Str("1", RedisReply::Type::kString)}) {
+    EXPECT_EQ(internal::ParseAcquireItemReply(e, charge).status().code(),
+              absl::StatusCode::kInternal)
+        << e.DebugString();
+  }
+  EXPECT_EQ(internal::ParseAcquireItemReply(IntegerReply(-5), charge)->granted,
+            0);
 }
 
 TEST(ParseBatchReplyTest, ErrorsMapAsTheSingleScripts) {

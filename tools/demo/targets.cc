@@ -180,9 +180,11 @@ int64_t Target::Keys() {
 }
 
 int64_t Target::CommandsSent() {
-  return impl_->redis == nullptr
-             ? 0
-             : static_cast<int64_t>(impl_->redis->stats().commands_sent);
+  if (impl_->redis == nullptr) return 0;
+  // A direct call made on a caller lane is written by the calling thread,
+  // not counted in commands_sent.
+  const RedisStats s = impl_->redis->stats();
+  return static_cast<int64_t>(s.commands_sent + s.lane_calls);
 }
 
 Health Target::CurrentHealth() {

@@ -35,7 +35,8 @@ class Target {
   // mode's). Called from every load thread.
   bool Decide(size_t key_index);
   // Keys the limiter holds in memory (0 in direct mode), Redis commands
-  // sent so far and the connection's health (0 and kNone in local mode).
+  // sent so far (a caller lane's included) and the connection's health (0
+  // and kNone in local mode).
   int64_t Keys();
   int64_t CommandsSent();
   Health CurrentHealth();
