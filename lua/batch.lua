@@ -54,7 +54,9 @@
 -- charge item's server instructions, callgrind). A charge of a
 -- one-band GCRA limit (most charges: a token bucket's cold keys) takes
 -- fast_charge below: one command for a key without state, no pcall, no
--- generic band code.
+-- generic band code; an acquire or lease of such a limit without
+-- borrowing takes fast_grant (the grant and its record: two commands for
+-- a key without state, three with one, as the general path).
 
 local ERR = 'ERR tokenlease batch: '  -- prefix of the errors
 local N_ARG = 4  -- ARGV index of the band count
@@ -177,8 +179,8 @@ local function bad_arg(j, field, v, range)
           tostring(v) .. '; it must be an integer in ' .. range}
 end
 
--- A GCRA charge item (one band: the token bucket's smooth refill) without
--- acquire_item's generality: the key's state read and written by the
+-- A GCRA charge item (one band: the token bucket's smooth refill), and
+-- below a grant (fast_grant), without acquire_item's generality: the key's state read and written by the
 -- fewest commands. No state: one, SET NX GET (the general path: GET, then
 -- SET); a state: two, that SET (writing nothing, reading it) and the SET
 -- of the new state, as the general path. Only where Redis takes NX and
@@ -189,11 +191,11 @@ end
 -- TAT far ahead, anything unusual) goes down the general path (nil),
 -- which takes the value SET returned instead of its GET (pre_state), so
 -- its checks and error replies stay as they are.
-local fast_charge
+local fast_charge, fast_grant
 if nb == 1 and bands[1].kind == 'gcra' and not empty_since and
    (tonumber(redis.REDIS_VERSION_NUM) or 0) >= 0x070000 then
   local b = bands[1]
-  local p, l, tol, stamp = b.p, b.l, b.tol, b.stamp
+  local p, l, tol, stamp, burst = b.p, b.l, b.tol, b.stamp, b.burst
   local ls = sformat('%d', l)
   -- TTLs in ms as the strings SET takes (Redis would format a number
   -- with '%.17g' on every call; charges of a call share a few TTLs).
@@ -216,6 +218,24 @@ if nb == 1 and bands[1].kind == 'gcra' and not empty_since and
     state_str[d], state_ms[d] = str, mss
     return str, mss
   end
+  -- The debt (units of 1/l us) of the value `old` a SET NX GET returned,
+  -- as lib/acquire.lua load finds it; nil for the general path (an error
+  -- reply; a value it takes as pre_state: another spec's or another l's,
+  -- a TAT far ahead, anything unusual).
+  local function debt_of(old)
+    if type(old) ~= 'string' then return nil end
+    local t, f, z, st = smatch(old, '^(%d+) (%d+) (%d+) (%S+)$')
+    t, f = tonumber(t), tonumber(f)
+    if not t or z ~= ls or st ~= stamp or t >= 9007199254740992 or
+       f >= l then
+      pre_state = old
+      return nil
+    end
+    if t < now then return 0 end
+    local tn = t - now
+    if tn * l >= 2251799813685248 then pre_state = old; return nil end
+    return tn * l + f
+  end
   fast_charge = function(key)
     -- Charge up to wanted within max_debt (lib/acquire.lua charge).
     local cap = tol + max_debt * p
@@ -227,20 +247,8 @@ if nb == 1 and bands[1].kind == 'gcra' and not empty_since and
     local str, ms = state_of(d)
     local old = rpcall('SET', key, str, 'PX', ms, 'NX', 'GET')
     if old ~= false then  -- a state (written: nothing), or an error reply
-      if type(old) ~= 'string' then return nil end
-      local t, f, z, st = smatch(old, '^(%d+) (%d+) (%d+) (%S+)$')
-      t, f = tonumber(t), tonumber(f)
-      if not t or z ~= ls or st ~= stamp or t >= 9007199254740992 or
-         f >= l then
-        pre_state = old
-        return nil
-      end
-      d = 0
-      if t >= now then
-        local tn = t - now
-        if tn * l >= 2251799813685248 then pre_state = old; return nil end
-        d = tn * l + f
-      end
+      d = debt_of(old)
+      if not d then return nil end
       take = 0
       if d < cap then
         take = dfloor(cap - d, p)
@@ -254,6 +262,43 @@ if nb == 1 and bands[1].kind == 'gcra' and not empty_since and
     end
     if take < wanted then return take - wanted end  -- capped: none left
     return d <= tol and dfloor(tol - d, p) or 0
+  end
+  -- The grant record's TTL (lib/acquire.lua decide), once per call.
+  local rec_ms = dceil(h, 1000) + MARGIN_MS
+  if rec_ms >= 1e17 then rec_ms = sformat('%.0f', rec_ms) end
+  -- An acquire or lease item of minimum >= 1 without borrowing (W = 0),
+  -- as lib/acquire.lua load and decide do it for this band: the largest
+  -- grant in [minimum, wanted] that fits, its state written, and for a
+  -- lease its grant record (the general path: GET, SET, SET). A key
+  -- without state: SET NX GET of the grant a full bucket gives, then the
+  -- record. A minimum that does not fit a full bucket goes down the
+  -- general path (its SET NX would write a denial's state).
+  fast_grant = function(key)
+    local need = minimum * p
+    if need > tol then return nil end
+    local lo = dfloor(tol, p)  -- with no state: a debt of 0
+    if wanted < lo then lo = wanted end
+    local d = lo * p
+    local str, ms = state_of(d)
+    local old = rpcall('SET', key, str, 'PX', ms, 'NX', 'GET')
+    if old ~= false then  -- a state (written: nothing), or an error reply
+      local d0 = debt_of(old)
+      if not d0 then return nil end
+      if need > tol - d0 then  -- denied: nothing written
+        return {0, d0 <= tol and dfloor(tol - d0, p) or 0,
+                minimum > burst and -1 or dceil(d0 + need - tol, l),
+                dceil(d0, l), now, 0}
+      end
+      lo = dfloor(tol - d0, p)
+      if wanted < lo then lo = wanted end
+      d = d0 + lo * p
+      str, ms = state_of(d)
+      rcall('SET', key, str, 'PX', ms)
+    end
+    if grant_key then
+      rcall('SET', grant_key, sformat('%d %d', lo, now), 'PX', rec_ms)
+    end
+    return {lo, dfloor(tol - d, p), 0, dceil(d, l), now, 0}
   end
 end
 
@@ -290,7 +335,10 @@ for j = 1, m do
     else
       W = max_wait < max_borrow and max_wait or max_borrow
       charge = 0; max_debt = 0
-      ok, r = pcall(acquire_item)
+      if fast_grant and W == 0 and minimum >= 1 then
+        r = fast_grant(bands[1].key)
+      end
+      if not r then ok, r = pcall(acquire_item); pre_state = false end
     end
   elseif op == 'charge' then
     ai = ai + 3

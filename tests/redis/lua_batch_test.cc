@@ -429,73 +429,115 @@ std::string GcraStampOf(testing::SyncClient& client, const LimitSpec& spec) {
   return v.substr(v.rfind(' ') + 1);
 }
 
-TEST_F(LuaBatchTest, GcraChargesOnAnyStateDoWhatTheGeneralPathDoes) {
-  // l = 1 (10 ms a token) and l = 3 (a token costs 1/3 s).
-  for (const LimitSpec& spec : {LimitSpec::TokenBucket(100, absl::Seconds(1)),
-                                LimitSpec::Gcra(3, absl::Seconds(1))}) {
-    for (const bool keys_in_argv : {false, true}) {
-      ASSERT_EQ(Run({"FLUSHALL"}).str, "OK");
-      const std::string stamp = GcraStampOf(client(), spec);
-      ASSERT_EQ(stamp[0], 'g') << stamp;
-      const int64_t now = kT0 + 5'000'000;
-      const std::string l = stamp.substr(stamp.find('/') + 1);
-      // The same state on both twins: name -> value ("" = none; "list" =
-      // a list).
-      const std::vector<std::pair<std::string, std::string>> states = {
-          {"none", ""},
-          {"none_zero", ""},
-          {"debt", absl::StrCat(now + 20'000, " 0 ", l, " ", stamp)},
-          {"debt_full", absl::StrCat(now + 2'000'000, " 0 ", l, " ", stamp)},
-          {"past", absl::StrCat(now - 3'000'000, " 0 ", l, " ", stamp)},
-          {"far",
-           absl::StrCat(now + 2251799813685248 + 7, " 0 ", l, " ", stamp)},
-          {"other_spec", absl::StrCat(now + 40'000, " 0 1 g5000/1")},
-          {"no_stamp", absl::StrCat(now + 30'000, " 0")},
-          {"other_l", absl::StrCat(now + 30'000, " 5 7 ", stamp)},
-          {"garbage", "garbage"},
-          {"list", "list"},
-      };
-      // One absolute expiry for both twins: a key the scripts leave alone
-      // keeps it, whatever time passes between the SETs (PXAT, Redis 6.2+).
-      const std::string expire_at_ms =
-          absl::StrCat(TimeUs(Run({"TIME"})) / 1000 + 100'000);
-      for (const std::string side : {"b", "s"}) {
-        for (const auto& [name, value] : states) {
-          const std::string key = absl::StrCat("{", side, ":", name, "}:b0");
-          if (value == "list") {
-            Run({"RPUSH", key, "x"});
-          } else if (!value.empty()) {
-            Run({"SET", key, value, "PXAT", expire_at_ms});
-          }
+// The one-band GCRA paths of batch.lua (fast_charge, fast_grant) against
+// acquire.lua on every kind of state: the same replies, values and TTLs
+// (the general path runs for what they do not take).
+class LuaBatchGcraTest : public LuaBatchTest {
+ protected:
+  // Sets the same GCRA states on both twins ("{b:<name>}:b0" and
+  // "{s:<name>}:b0", <name> below), each expiring at one absolute time (a
+  // key the scripts leave alone keeps it, whatever time passes between the
+  // SETs: PXAT, Redis 6.2+), for items at `now` under a spec of `stamp`:
+  // none, a debt, a full debt, a TAT past, one far ahead, another spec's
+  // state, no stamp, another l, garbage and a list.
+  void SetGcraStates(const std::string& stamp, int64_t now) {
+    const std::string l = stamp.substr(stamp.find('/') + 1);
+    const std::vector<std::pair<std::string, std::string>> states = {
+        {"none", ""},
+        {"none_zero", ""},
+        {"debt", absl::StrCat(now + 20'000, " 0 ", l, " ", stamp)},
+        {"debt_full", absl::StrCat(now + 2'000'000, " 0 ", l, " ", stamp)},
+        {"past", absl::StrCat(now - 3'000'000, " 0 ", l, " ", stamp)},
+        {"far", absl::StrCat(now + 2251799813685248 + 7, " 0 ", l, " ", stamp)},
+        {"other_spec", absl::StrCat(now + 40'000, " 0 1 g5000/1")},
+        {"no_stamp", absl::StrCat(now + 30'000, " 0")},
+        {"other_l", absl::StrCat(now + 30'000, " 5 7 ", stamp)},
+        {"garbage", "garbage"},
+        {"list", "list"},
+    };
+    const std::string expire_at_ms =
+        absl::StrCat(TimeUs(Run({"TIME"})) / 1000 + 100'000);
+    for (const std::string side : {"b", "s"}) {
+      for (const auto& [name, value] : states) {
+        const std::string key = absl::StrCat("{", side, ":", name, "}:b0");
+        if (value == "list") {
+          Run({"RPUSH", key, "x"});
+        } else if (!value.empty()) {
+          Run({"SET", key, value, "PXAT", expire_at_ms});
         }
       }
-      const std::vector<BatchItem> items = {
-          Charge("none", 3, 100),       Charge("none_zero", 0, 100),
-          Charge("debt", 2, 100),       Charge("debt_full", 5, 0),
-          Charge("past", 1, 100),       Charge("far", 4, 100),
-          Charge("other_spec", 2, 100), Charge("no_stamp", 1, 100),
-          Charge("other_l", 2, 100),    Charge("garbage", 1, 100),
-          Charge("list", 1, 100),       Charge("none", 200, 100),
-          Charge("none", 1, 100),
-      };
-      Results batch, single;
-      RunBoth(spec, items, now, batch, single, {}, keys_in_argv);
-      const std::string where =
-          absl::StrCat(spec.bands[0].limit, " per period, stamp ", stamp,
-                       keys_in_argv ? ", keys in ARGV" : "");
-      ASSERT_EQ(batch.size(), items.size()) << where;
-      for (size_t i = 0; i < items.size(); ++i) {
-        EXPECT_EQ(Show(batch[i], items[i].op), Show(single[i], items[i].op))
-            << where << ": " << ShowItem(items[i]);
-      }
-      // The corrupt values fail; a fresh key is charged (3 tokens).
-      EXPECT_FALSE(batch[9].ok()) << where;
-      EXPECT_FALSE(batch[10].ok()) << where;
-      ASSERT_TRUE(batch[0].ok()) << where << ": " << batch[0].status();
-      EXPECT_EQ(batch[0]->acquire.granted, 3) << where;
-      ExpectTwinKeys(where);
     }
   }
+
+  void ExpectTheGeneralPathsResults(const std::vector<BatchItem>& items) {
+    // l = 1 (10 ms a token) and l = 3 (a token costs 1/3 s).
+    for (const LimitSpec& spec : {LimitSpec::TokenBucket(100, absl::Seconds(1)),
+                                  LimitSpec::Gcra(3, absl::Seconds(1))}) {
+      for (const bool keys_in_argv : {false, true}) {
+        ASSERT_EQ(Run({"FLUSHALL"}).str, "OK");
+        const std::string stamp = GcraStampOf(client(), spec);
+        ASSERT_EQ(stamp[0], 'g') << stamp;
+        const int64_t now = kT0 + 5'000'000;
+        SetGcraStates(stamp, now);
+        Results batch, single;
+        RunBoth(spec, items, now, batch, single, {}, keys_in_argv);
+        const std::string where =
+            absl::StrCat(spec.bands[0].limit, " per period, stamp ", stamp,
+                         keys_in_argv ? ", keys in ARGV" : "");
+        ASSERT_EQ(batch.size(), items.size()) << where;
+        for (size_t i = 0; i < items.size(); ++i) {
+          EXPECT_EQ(Show(batch[i], items[i].op), Show(single[i], items[i].op))
+              << where << ": " << ShowItem(items[i]);
+        }
+        // The corrupt values fail; a fresh key gets its 3 tokens.
+        EXPECT_FALSE(batch[9].ok()) << where;
+        EXPECT_FALSE(batch[10].ok()) << where;
+        ASSERT_TRUE(batch[0].ok()) << where << ": " << batch[0].status();
+        EXPECT_EQ(batch[0]->acquire.granted, 3) << where;
+        ExpectTwinKeys(where);
+      }
+    }
+  }
+};
+
+TEST_F(LuaBatchGcraTest, ChargesOnAnyStateDoWhatTheGeneralPathDoes) {
+  ExpectTheGeneralPathsResults({
+      Charge("none", 3, 100),
+      Charge("none_zero", 0, 100),
+      Charge("debt", 2, 100),
+      Charge("debt_full", 5, 0),
+      Charge("past", 1, 100),
+      Charge("far", 4, 100),
+      Charge("other_spec", 2, 100),
+      Charge("no_stamp", 1, 100),
+      Charge("other_l", 2, 100),
+      Charge("garbage", 1, 100),
+      Charge("list", 1, 100),
+      Charge("none", 200, 100),
+      Charge("none", 1, 100),
+  });
+}
+
+// Grants: fits, fits in part, denied (a full debt; a minimum above the
+// burst), a minimum of 0 (the general path), leases and plain acquires.
+TEST_F(LuaBatchGcraTest, GrantsOnAnyStateDoWhatTheGeneralPathDoes) {
+  ExpectTheGeneralPathsResults({
+      Lease("none", 3, 1, "g0"),
+      Acquire("none_zero", 150, 150),
+      Lease("debt", 200, 1, "g2"),
+      Acquire("debt_full", 5, 1),
+      Lease("past", 2, 2, "g4"),
+      Lease("far", 4, 1, "g5"),
+      Lease("other_spec", 2, 1, "g6"),
+      Acquire("no_stamp", 1, 1),
+      Lease("other_l", 2, 1, "g8"),
+      Lease("garbage", 1, 1, "g9"),
+      Acquire("list", 1, 1),
+      Acquire("none", 200, 1),
+      Lease("none", 1, 1, "g12"),
+      Acquire("debt", 0, 0),
+      Lease("debt_full", 1, 1, "g14"),
+  });
 }
 
 TEST_F(LuaBatchTest, AGcraChargeOfAKeyWithoutStateIsOneCommand) {
@@ -518,6 +560,30 @@ TEST_F(LuaBatchTest, AGcraChargeOfAKeyWithoutStateIsOneCommand) {
   // 20 SETs (NX GET) the first time, 40 the second (NX GET, then the new
   // state), and no GET at all: the first SET read each state.
   EXPECT_TRUE(absl::StrContains(stats, "cmdstat_set:calls=60,")) << stats;
+  EXPECT_FALSE(absl::StrContains(stats, "cmdstat_get:")) << stats;
+}
+
+TEST_F(LuaBatchTest, AGcraLeaseOfAKeyWithoutStateIsTwoCommands) {
+  const LimitSpec spec = LimitSpec::TokenBucket(100, absl::Seconds(1));
+  std::vector<BatchItem> items, again_items;
+  for (int i = 0; i < 20; ++i) {
+    items.push_back(Lease(absl::StrCat("k", i), 2, 1, absl::StrCat("a", i)));
+    again_items.push_back(
+        Lease(absl::StrCat("k", i), 2, 1, absl::StrCat("b", i)));
+  }
+  ASSERT_EQ(Run({"CONFIG", "RESETSTAT"}).str, "OK");
+  Results r = Batch(spec, items, kT0);
+  Results again = Batch(spec, again_items, kT0 + 1000);
+  const std::string stats = Run({"INFO", "commandstats"}).str;
+  ASSERT_EQ(r.size(), items.size());
+  for (size_t i = 0; i < items.size(); ++i) {
+    ASSERT_TRUE(r[i].ok() && again[i].ok());
+    EXPECT_EQ(r[i]->acquire.granted, 2);
+    EXPECT_EQ(again[i]->acquire.remaining, 96);
+  }
+  // 40 SETs the first time (NX GET writing the state, the grant record),
+  // 60 the second (NX GET, the new state, the record), and no GET.
+  EXPECT_TRUE(absl::StrContains(stats, "cmdstat_set:calls=100,")) << stats;
   EXPECT_FALSE(absl::StrContains(stats, "cmdstat_get:")) << stats;
 }
 

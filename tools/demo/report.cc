@@ -549,7 +549,9 @@ std::string Summary(const DemoOptions& o, const RunRecord& run, const Totals& t,
     auto m = [&](const char* name) {
       return static_cast<int64_t>(t.Metric(absl::StrCat("tokenlease_", name)));
     };
-    const int64_t commands = m("redis_commands_total");
+    // Direct calls made on a caller lane are counted apart.
+    const int64_t commands =
+        m("redis_commands_total") + m("redis_lane_calls_total");
     const double offered = t.all.offered;
     absl::StrAppendFormat(
         &out,
