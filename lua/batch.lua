@@ -180,13 +180,14 @@ local function bad_arg(j, field, v, range)
 end
 
 -- A GCRA charge item (one band: the token bucket's smooth refill), and
--- below a grant (fast_grant), without acquire_item's generality: the key's state read and written by the
--- fewest commands. No state: one, SET NX GET (the general path: GET, then
--- SET); a state: two, that SET (writing nothing, reading it) and the SET
--- of the new state, as the general path. Only where Redis takes NX and
--- GET together (7.0 or later) and no empty_since was given (a key without
--- state is then fresh). Its replies and writes are exactly the general
--- path's (lib/acquire.lua load and charge, lib/state.lua write). A value
+-- below a grant (fast_grant), without acquire_item's generality: the
+-- key's state read and written by the fewest commands. No state: one,
+-- SET NX GET (the general path: GET, then SET); a state: two, that SET
+-- (writing nothing, reading it) and the SET of the new state, as the
+-- general path. Only where Redis takes NX and GET together (7.0 or
+-- later) and no empty_since was given (a key without state is then
+-- fresh). Its replies and writes are exactly the general path's
+-- (lib/acquire.lua load and charge, lib/state.lua write). A value
 -- it does not take as is (another spec's stamp, another type's error, a
 -- TAT far ahead, anything unusual) goes down the general path (nil),
 -- which takes the value SET returned instead of its GET (pre_state), so

@@ -360,6 +360,20 @@ TEST(ReportTest, RedisLinesFromTheLimitersMetrics) {
                            "end (summed over instances)\n"));
 }
 
+// Direct mode's calls on caller lanes are commands too (counted apart by
+// the library).
+TEST(ReportTest, DirectCommandsIncludeCallerLanes) {
+  DemoOptions o = Local();
+  o.mode = Mode::kDirect;
+  RunRecord run = MakeRun(5000);
+  run.reports[0].metrics = {{"tokenlease_redis_commands_total", 100},
+                            {"tokenlease_redis_lane_calls_total", 4900}};
+  run.reports[0].commands_with_shutdown = 5000;
+  EXPECT_THAT(SummaryOf(o, run),
+              HasSubstr("\nredis: 5000 commands (5000 with the shutdown's), "
+                        "40.0 decisions per command;"));
+}
+
 TEST(ReportTest, RedisCpuPerDecision) {
   DemoOptions o = Local();
   o.mode = Mode::kDirect;
