@@ -85,14 +85,16 @@ struct LeaseOptions {
   // Lease requests, charges and returns of many keys travel in one batch
   // call (lua/batch.lua, up to 64 items). A lone call leaves at the next
   // tick; after a partial batch, the next partial one waits until this
-  // long after it (full batches, and a lease a decision is denied for,
-  // leave at once). Larger: fewer Redis calls under a stream of keys;
-  // smaller: charges reach Redis and prefetched leases arrive sooner, and
-  // a hot key renews up to one max-size lease per window (20 ms halved the
-  // calls of a long tail of 100,000 keys, but held a 10,000/s key shared
-  // by 2 instances to 91 % of its bound: docs/benchmarks.md, "Long
-  // tail"). 0 .. 1 s.
-  absl::Duration batch_window = absl::Milliseconds(10);
+  // long after it. Full batches and a lease a decision is denied for leave
+  // at once; the renewal of a key that would run dry waiting, and that
+  // spends half a max-size lease within a window and a round trip (at its
+  // pace or the limit's rate, whichever is lower), leaves by when Redis
+  // may hold the request's minimum (docs/design.md, "The lease book and
+  // the reconciler"). Larger: fewer Redis calls under a stream of keys (a
+  // long tail of 100,000 keys: 20 ms made half the calls of 10 ms,
+  // docs/benchmarks.md "Long tail"); smaller: charges reach Redis and
+  // other keys' prefetched leases arrive sooner. 0 .. 1 s.
+  absl::Duration batch_window = absl::Milliseconds(20);
   // A key that admitted from its local credit is charged this long after
   // its first such admission (what it admits meanwhile joins the same
   // charge; ReturnAll and Sync charge at once). The bound does not depend

@@ -97,14 +97,37 @@ void LeaseBook::Lease(LeaseEntry* e, int64_t now, LeaseCalls* out) {
   r.last_active_ns = now;
   counters_.lease_requests.fetch_add(1, std::memory_order_relaxed);
   // relaxed: hints; a wrong guess only moves the request by one batch
-  // window. A key over its limit (Redis said nothing is left) is not
-  // urgent: asking sooner would only be refused sooner.
-  const bool urgent = (!r.remaining_known || r.last_remaining > 0) &&
-                      e->balance.load(std::memory_order_relaxed) < 1 &&
-                      e->local_share.load(std::memory_order_relaxed) < 1;
+  // window. A key over its limit (Redis said nothing is left) waits for
+  // the window: asking sooner would only be refused sooner. Else a key
+  // that a decision is denied for (its balance, what a thread without
+  // tokens in a slice decides from, is empty) must leave now, and the
+  // renewal of a key the window would cap (RenewalCannotWait) by the time
+  // Redis, refilling since its last reply, may hold the request's minimum
+  // (TimeToMinimum; sent sooner it may be refused, and then retried only
+  // after the retry time Redis gives), at most a window from now. Any
+  // call may leave sooner, with a partial batch that leaves anyway.
+  int64_t leave_by = kNoDeadline;
+  if (!r.remaining_known || r.last_remaining > 0) {
+    const int64_t balance = e->balance.load(std::memory_order_relaxed);
+    const int64_t window = absl::ToInt64Nanoseconds(options_.batch_window);
+    if (balance < 1 && e->local_share.load(std::memory_order_relaxed) < 1) {
+      leave_by = now;
+    } else if (r.expires_at_ns != 0 &&
+               RenewalCannotWait(
+                   sizing_, options_.low_water, r.held_at_landing,
+                   r.landed_at_ns, balance + LeaseSlicer::Held(e), now,
+                   window + rtt_ns_.load(std::memory_order_relaxed))) {
+      const int64_t wait =
+          r.remaining_known
+              ? TimeToMinimum(sizing_, ask.minimum, r.last_remaining,
+                              now - r.remaining_at_ns)
+              : 0;
+      leave_by = now + std::min(wait, window);
+    }
+  }
   out->push_back(LeaseCall{LeaseCall::Kind::kLease, e, ask.wanted,
                            BatchItem::Acquire(std::string(e->name()), args),
-                           urgent});
+                           leave_by});
 }
 
 void LeaseBook::Decline(LeaseEntry* e, LeaseCalls* out) {
@@ -161,6 +184,7 @@ void LeaseBook::ApplyLease(LeaseEntry* e, const BatchItem& item,
     e->flags.fetch_and(~kRedisFailed, std::memory_order_acq_rel);
     rec.last_remaining = res->remaining;
     rec.remaining_known = true;
+    rec.remaining_at_ns = now;
     NoteRemaining(e, res->remaining);
     SetCredit(e, res->remaining, /*known=*/true);
     // acq_rel: clears the mark a decision set when it ran dry.
@@ -218,6 +242,8 @@ void LeaseBook::ApplyGrant(LeaseEntry* e, const AcquireResult& res,
   const int64_t leftover =
       e->balance.fetch_add(res.granted, std::memory_order_relaxed) +
       LeaseSlicer::Held(e);
+  rec.landed_at_ns = now;
+  rec.held_at_landing = leftover + res.granted;
   // The grant (the cost hint can make it larger than the target) or the
   // target, whichever is larger, measures how hot the key is.
   slicer_.OnGrant(e, std::max(rec.lease_size, res.granted));
@@ -312,7 +338,7 @@ void LeaseBook::Charge(LeaseEntry* e, LeaseCalls* out, bool background) {
   counters_.charges.fetch_add(1, std::memory_order_relaxed);
   out->push_back(LeaseCall{LeaseCall::Kind::kCharge, e, n,
                            BatchItem::Acquire(std::string(e->name()), args),
-                           /*urgent=*/false, background});
+                           kNoDeadline, background});
 }
 
 void LeaseBook::ChargeQueued(LeaseEntry* e, LeaseCalls* out) {
@@ -399,6 +425,7 @@ void LeaseBook::ApplyCharge(const LeaseCall& call,
     e->record.charge_error_streak = 0;
     e->record.last_remaining = r->remaining;
     e->record.remaining_known = true;
+    e->record.remaining_at_ns = now;
     NoteRemaining(e, r->remaining);
     SetCredit(e, r->remaining, /*known=*/true);
     return;

@@ -42,6 +42,9 @@
 
 namespace tokenlease::internal {
 
+// LeaseCall::leave_by_ns of a call that waits for the batch window.
+inline constexpr int64_t kNoDeadline = INT64_MAX;
+
 // One Redis call the book asks for.
 struct LeaseCall {
   enum class Kind : uint8_t {
@@ -54,10 +57,12 @@ struct LeaseCall {
   int64_t amount = 0;
   // The item of a batch call (lua/batch.lua) that carries it.
   BatchItem item;
-  // A decision is denied until it is answered (a lease for a key with
-  // nothing left locally while Redis may have tokens): it leaves at the
-  // reconciler's next step instead of waiting for a fuller batch.
-  bool urgent = false;
+  // When the call must leave, fuller batch or not (book clock): now for a
+  // lease a decision is denied for until it is answered (nothing left
+  // locally while Redis may have tokens), soon for the renewal of a key
+  // the batch window would cap (LeaseBook::Lease), kNoDeadline for the
+  // rest, which wait for the window.
+  int64_t leave_by_ns = kNoDeadline;
   // A charge that is sent after the leases queued with it (see
   // LeaseBook::Charge).
   bool background = false;

@@ -54,6 +54,11 @@ struct LeaseRecord {
   std::string lease_id;       // id of the current lease ("" if none)
   int64_t granted_at_us = 0;  // Redis time of the current lease's grant
   int64_t lease_granted = 0;  // tokens of the current lease
+  // When the current lease landed (book clock) and what the key held then
+  // (balance and slices, the leftover included): the pace of its spending
+  // (RenewalCannotWait). 0: no lease yet.
+  int64_t landed_at_ns = 0;
+  int64_t held_at_landing = 0;
   // The lease the current one was merged into (its leftover was still in
   // the balance when the grant landed): up to prev_returnable of the
   // balance can go back under its id. Older leftovers are dropped.
@@ -65,6 +70,7 @@ struct LeaseRecord {
   int64_t last_remaining = -1;   // what Redis last said is left (-1 unknown;
                                  // the sizer treats debt as unknown too)
   bool remaining_known = false;  // a reply said what is left (maybe < 0)
+  int64_t remaining_at_ns = 0;   // when that reply landed (book clock)
   int64_t requested_at_ns = 0;   // when the in-flight request left
   bool request_in_flight = false;
   int error_streak = 0;  // consecutive failed lease requests

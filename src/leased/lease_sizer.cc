@@ -50,4 +50,31 @@ int64_t AdaptTarget(const LeaseSizing& sizing, int64_t target, bool ran_dry,
   return target;
 }
 
+bool RenewalCannotWait(const LeaseSizing& sizing, double low_water,
+                       int64_t held_at_landing, int64_t landed_ns, int64_t held,
+                       int64_t now_ns, int64_t horizon_ns) {
+  const int64_t spent = held_at_landing - held;
+  const int64_t elapsed = now_ns - landed_ns;
+  if (held_at_landing <= 0 || spent <= 0 || elapsed <= 0) return false;
+  // Doubles: a hint, and products of tokens and nanoseconds may not fit 64
+  // bits.
+  const double pace = static_cast<double>(spent) / static_cast<double>(elapsed);
+  const double horizon = static_cast<double>(horizon_ns);
+  const bool runs_out = static_cast<double>(held) < pace * horizon;
+  const bool window_caps = std::min(pace, sizing.rate_per_ns) * horizon >=
+                           low_water * static_cast<double>(sizing.max_lease);
+  return runs_out && window_caps;
+}
+
+int64_t TimeToMinimum(const LeaseSizing& sizing, int64_t minimum,
+                      int64_t last_remaining, int64_t since_ns) {
+  const int64_t missing = minimum - last_remaining;
+  if (missing <= 0 || !(sizing.rate_per_ns > 0)) return 0;
+  // Doubles: a hint; the quotient is capped before it converts back.
+  const double wait = static_cast<double>(missing) / sizing.rate_per_ns -
+                      static_cast<double>(since_ns);
+  if (!(wait > 0)) return 0;
+  return wait >= 9e18 ? INT64_MAX : static_cast<int64_t>(std::ceil(wait));
+}
+
 }  // namespace tokenlease::internal

@@ -47,6 +47,27 @@ LeaseAsk ComputeAsk(const LeaseSizing& sizing, const LeaseOptions& options,
 int64_t AdaptTarget(const LeaseSizing& sizing, int64_t target, bool ran_dry,
                     double unused_fraction);
 
+// Whether a key's renewal must not wait `horizon_ns` (a batch window and a
+// round trip) to leave: at the pace it has spent since its lease landed
+// (`held_at_landing` tokens at `landed_ns`, book clock) the `held` tokens it
+// has now run out sooner, and even a max-size lease down to its low-water mark
+// would not cover the wait at that pace or the limit's rate, whichever is
+// lower. Such a key, waiting, would renew at most one max-size lease per
+// window: the window, not the limit, would cap it. A key of the long tail
+// spends a max-size lease over many windows, and its renewals keep batching.
+// False without a pace to go by (no lease: `held_at_landing` 0, nothing spent
+// yet, or the clock stepped back).
+bool RenewalCannotWait(const LeaseSizing& sizing, double low_water,
+                       int64_t held_at_landing, int64_t landed_ns, int64_t held,
+                       int64_t now_ns, int64_t horizon_ns);
+
+// How long until Redis, refilling at the limit's rate, holds `minimum`
+// tokens, if it held `last_remaining` `since_ns` ago: 0 if it already may.
+// Other instances' use is not known here, so this is the earliest a request
+// for `minimum` can succeed, not a promise that it will.
+int64_t TimeToMinimum(const LeaseSizing& sizing, int64_t minimum,
+                      int64_t last_remaining, int64_t since_ns);
+
 }  // namespace tokenlease::internal
 
 #endif  // TOKENLEASE_SRC_LEASED_LEASE_SIZER_H_

@@ -275,7 +275,7 @@ void Reconciler::Enqueue(LeaseCalls calls) {
   for (LeaseCall& call : calls) {
     // relaxed: see outstanding_.
     outstanding_.fetch_add(1, std::memory_order_relaxed);
-    urgent_queued_ |= call.urgent;
+    leave_by_ns_ = std::min(leave_by_ns_, call.leave_by_ns);
     // Charges queue behind leases and returns: under a flood of new keys
     // they must not delay the leases of hot keys (the bound does not
     // depend on how late a charge is; the credit is bounded).
@@ -288,20 +288,26 @@ void Reconciler::Enqueue(LeaseCalls calls) {
 
 void Reconciler::Dispatch(int64_t now_ns, bool force) {
   // The clock stepped back: no time has passed since the last partial batch
-  // (the window counts from now, not from a time still ahead).
+  // (the window counts from now, not from a time still ahead), and a
+  // deadline more than a window ahead (the book never sets one) was set
+  // before the step: it is due.
   last_partial_ns_ = std::min(last_partial_ns_, now_ns);
-  // A partial batch leaves when something waits for it (an urgent lease,
-  // ReturnAll, Sync), or when no partial batch left in the last window: a
-  // lone request leaves at this step, a stream fills batches, at most one
-  // partial batch per window (per group when calls are grouped). Full
-  // batches always leave.
-  bool partial_ok =
-      force || urgent_queued_ || now_ns - last_partial_ns_ >= batch_window_ns_;
+  if (leave_by_ns_ != kNoDeadline && leave_by_ns_ - now_ns > batch_window_ns_) {
+    leave_by_ns_ = now_ns;
+  }
+  // A partial batch leaves when something waits for it (ReturnAll, Sync,
+  // a call whose leave_by has come), or when no partial batch left in the
+  // last window: a lone request leaves at this step, a stream fills
+  // batches, at most one partial batch per window (per group when calls
+  // are grouped). Full batches always leave.
+  const bool window_over = now_ns - last_partial_ns_ >= batch_window_ns_;
   if (group_by_slot_) {
-    DispatchGroups(now_ns, force || urgent_queued_, partial_ok);
-    if (queued_.empty()) urgent_queued_ = false;
+    DispatchGroups(now_ns, force, window_over);
+    NoteDeadlinesLeft();
     return;
   }
+  const bool due = force || now_ns >= leave_by_ns_;
+  bool partial_ok = due || window_over;
   while (Queued() > 0 && calls_in_flight_ < kMaxCallsInFlight) {
     const size_t room =
         static_cast<size_t>(kMaxCallsInFlight - calls_in_flight_);
@@ -311,10 +317,19 @@ void Reconciler::Dispatch(int64_t now_ns, bool force) {
     const size_t sent = SubmitBatch(n);
     if (sent < static_cast<size_t>(kMaxBatchItems)) {
       last_partial_ns_ = now_ns;
-      partial_ok = force || urgent_queued_;
+      partial_ok = due;
     }
   }
-  if (queued_.empty()) urgent_queued_ = false;  // charges are never urgent
+  NoteDeadlinesLeft();
+}
+
+void Reconciler::NoteDeadlinesLeft() {
+  // Charges never have a deadline. Calls left behind (the cap on calls in
+  // flight, another group's) keep theirs, not the one that left.
+  leave_by_ns_ = kNoDeadline;
+  for (const LeaseCall& c : queued_) {
+    leave_by_ns_ = std::min(leave_by_ns_, c.leave_by_ns);
+  }
 }
 
 int64_t Reconciler::GroupOf(const LeaseCall& c) const {
@@ -324,34 +339,44 @@ int64_t Reconciler::GroupOf(const LeaseCall& c) const {
 }
 
 // Grouped calls (a cluster's nodes, or hash slots): every group's full
-// batches; partial ones, when something waits (`all_partial`) of every
-// group, else once a window (`partial_ok`): for a cluster's nodes one
-// partial batch, of the group of the oldest call, so that three nodes make
-// as few calls as one (each node's batch gathers its calls over several
-// windows, and no call waits more than one window per node); for hash
-// slots one per slot.
-void Reconciler::DispatchGroups(int64_t now_ns, bool all_partial,
-                                bool partial_ok) {
-  std::vector<std::pair<int64_t, size_t>> groups;  // in order of first call
-  std::unordered_map<int64_t, size_t> index;       // group -> groups[i]
+// batches; partial ones of every group when `force`, of a group that holds
+// a call whose deadline has come, else once a window (`partial_ok`): for a
+// cluster's nodes one partial batch, of the group of the oldest call, so
+// that three nodes make as few calls as one (each node's batch gathers its
+// calls over several windows, and no call waits more than one window per
+// node); for hash slots one per slot.
+void Reconciler::DispatchGroups(int64_t now_ns, bool force, bool partial_ok) {
+  struct Group {
+    int64_t id;
+    size_t count;
+    bool due;  // holds a call whose leave_by has come
+  };
+  std::vector<Group> groups;                  // in order of first call
+  std::unordered_map<int64_t, size_t> index;  // group -> groups[i]
   for (std::deque<LeaseCall>* q : {&queued_, &queued_charges_}) {
     for (const LeaseCall& c : *q) {
       const auto [it, added] = index.try_emplace(GroupOf(c), groups.size());
-      if (added) groups.emplace_back(it->first, 0);
-      ++groups[it->second].second;
+      if (added) groups.push_back({it->first, 0, false});
+      Group& g = groups[it->second];
+      ++g.count;
+      // A deadline more than a window ahead was set before the clock
+      // stepped back (as in Dispatch).
+      g.due = g.due || (c.leave_by_ns != kNoDeadline &&
+                        (now_ns >= c.leave_by_ns ||
+                         c.leave_by_ns - now_ns > batch_window_ns_));
     }
   }
-  for (auto& [group, count] : groups) {
-    while (count > 0 && calls_in_flight_ < kMaxCallsInFlight) {
+  for (Group& g : groups) {
+    while (g.count > 0 && calls_in_flight_ < kMaxCallsInFlight) {
       const size_t room =
           static_cast<size_t>(kMaxCallsInFlight - calls_in_flight_);
       const size_t n =
-          std::min({count, static_cast<size_t>(kMaxBatchItems), room});
+          std::min({g.count, static_cast<size_t>(kMaxBatchItems), room});
       const bool partial = n < static_cast<size_t>(kMaxBatchItems);
-      if (partial && !all_partial && !partial_ok) break;
-      const size_t sent = SubmitBatch(n, group);
+      if (partial && !force && !g.due && !partial_ok) break;
+      const size_t sent = SubmitBatch(n, g.id);
       if (sent == 0) break;  // the group moved (a new map) since counted
-      count -= std::min(count, sent);
+      g.count -= std::min(g.count, sent);
       if (partial) {
         last_partial_ns_ = now_ns;
         // A cluster's few nodes take turns, one partial batch a window; the

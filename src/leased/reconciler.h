@@ -184,7 +184,9 @@ class Reconciler {
   // clock_) while fewer than kMaxCallsInFlight are in flight; `force` sends
   // partial batches at once.
   void Dispatch(int64_t now_ns, bool force);
-  void DispatchGroups(int64_t now_ns, bool all_partial, bool partial_ok);
+  void DispatchGroups(int64_t now_ns, bool force, bool partial_ok);
+  // Sets leave_by_ns_ to the earliest deadline still in queued_.
+  void NoteDeadlinesLeft();
   // The batch group of `c`'s key (grouped calls only).
   int64_t GroupOf(const LeaseCall& c) const;
   // Sends the first `n` queued calls (or, grouping by slot, up to `n` of
@@ -244,7 +246,9 @@ class Reconciler {
   std::deque<LeaseCall> queued_;          // leases and returns
   std::deque<LeaseCall> queued_charges_;  // sent after queued_
   size_t Queued() const { return queued_.size() + queued_charges_.size(); }
-  bool urgent_queued_ = false;               // an urgent call waits in queued_
+  // The earliest leave_by of the calls in queued_ (kNoDeadline: none);
+  // NoteDeadlinesLeft after each dispatch.
+  int64_t leave_by_ns_ = kNoDeadline;
   int64_t last_partial_ns_ = INT64_MIN / 2;  // clock_: the last partial
                                              // batch left
   int64_t calls_in_flight_ = 0;

@@ -407,7 +407,7 @@ TEST_F(LeaseBookTest, LocalCreditFollowsWhatRedisSaysIsLeft) {
   calls.clear();
   book_.Lease(&e, kT0, &calls);
   ASSERT_THAT(calls, SizeIs(2));  // the charge of 10, then the lease
-  EXPECT_FALSE(calls[1].urgent);  // credit is left
+  EXPECT_EQ(calls[1].leave_by_ns, kNoDeadline);  // credit is left
   EXPECT_TRUE(Apply(calls[1], AcquireReply(0, 0, 1000), kT0).empty());
   EXPECT_EQ(e.local_share.load(), 0);
   EXPECT_TRUE(Apply(calls[0], AcquireReply(10, 0), kT0).empty());
@@ -488,6 +488,83 @@ TEST_F(FixedWindowLeaseBookTest, LeaseEndsWithItsWindow) {
   calls = Expire(kT0 + 300 * kMs);
   ASSERT_THAT(calls, SizeIs(1));
   EXPECT_EQ(calls[0].kind, LeaseCall::Kind::kRelease);
+}
+
+// 10,000/s with a burst of 1,000: a max lease (100) lasts 10 ms at the
+// limit's rate, so one renewal per 20 ms batch window would cap a key that
+// spends that fast.
+class ShortBurstLeaseBookTest : public LeaseBookTest {
+ protected:
+  ShortBurstLeaseBookTest()
+      : LeaseBookTest(LimitSpec::TokenBucket(10000, absl::Seconds(1), 1000)) {}
+
+  // A lease of 100 landed at kT0 with `remaining` left in Redis, then
+  // `spent` of it went by `now`: the renewal's call (for 100 tokens, at
+  // least 100: 10 ms of the rate).
+  LeaseCall Renewal(int64_t spent, int64_t now, int64_t remaining = 500,
+                    int64_t minimum = 100) {
+    e_->wanted_cost.store(100);
+    LeaseCalls calls = Ask(kT0);
+    EXPECT_THAT(calls, SizeIs(1));
+    EXPECT_TRUE(Apply(calls[0], AcquireReply(100, remaining), kT0).empty());
+    e_->balance.fetch_sub(spent);
+    e_->wanted_cost.store(minimum);
+    calls = Ask(now);
+    EXPECT_THAT(calls, SizeIs(1));
+    if (calls.empty()) return LeaseCall{};
+    EXPECT_EQ(Wanted(calls[0]), minimum);
+    return calls[0];
+  }
+};
+
+// Half the lease in 10 ms: the other half lasts less than a window, and
+// even a max lease would; Redis holds the minimum: the renewal leaves now.
+TEST_F(ShortBurstLeaseBookTest, ARenewalThatCannotWaitLeavesNow) {
+  const int64_t now = kT0 + 10 * kMs;
+  const LeaseCall call = Renewal(50, now);
+  EXPECT_EQ(call.kind, LeaseCall::Kind::kLease);
+  EXPECT_EQ(call.leave_by_ns, now);
+}
+
+// Redis had 20 left 2 ms ago: the minimum of 100 is there 6 ms from now,
+// at 10 tokens a millisecond; the renewal leaves then, not sooner.
+TEST_F(ShortBurstLeaseBookTest, ARenewalLeavesWhenRedisMayHoldTheMinimum) {
+  EXPECT_EQ(Renewal(50, kT0 + 2 * kMs, /*remaining=*/20).leave_by_ns,
+            kT0 + 8 * kMs);
+}
+
+// A minimum of 500 (the cost hint) that Redis may hold only in 49.9 ms: the
+// renewal leaves within a window (20 ms) all the same, as it would have
+// without a deadline.
+TEST_F(ShortBurstLeaseBookTest, ARenewalWaitsAWindowAtMost) {
+  const int64_t now = kT0 + 2 * kMs;
+  EXPECT_EQ(Renewal(50, now, /*remaining=*/1, /*minimum=*/500).leave_by_ns,
+            now + absl::ToInt64Nanoseconds(options_.batch_window));
+}
+
+// Half the lease in 500 ms: the renewal waits for the window.
+TEST_F(ShortBurstLeaseBookTest, ARenewalThatCanWaitHasNoDeadline) {
+  EXPECT_EQ(Renewal(50, kT0 + 500 * kMs).leave_by_ns, kNoDeadline);
+}
+
+// Redis said nothing is left: asking sooner would only be refused sooner.
+TEST_F(ShortBurstLeaseBookTest, ARenewalOfAnExhaustedLimitHasNoDeadline) {
+  EXPECT_EQ(Renewal(50, kT0 + 10 * kMs, /*remaining=*/0).leave_by_ns,
+            kNoDeadline);
+}
+
+// The default limit (1000/s, burst 1000, max lease 100): a max lease lasts
+// 100 ms at the limit's rate, so however fast a key spends, the limit
+// caps it before one renewal per window does.
+TEST_F(LeaseBookTest, ARenewalOfALongBurstHasNoDeadline) {
+  e_->wanted_cost.store(100);
+  LeaseCalls calls = Ask(kT0);
+  ASSERT_THAT(calls, SizeIs(1));
+  EXPECT_TRUE(Apply(calls[0], AcquireReply(100, 500), kT0).empty());
+  e_->balance.fetch_sub(60);
+  calls = Ask(kT0 + 1 * kMs);
+  ASSERT_THAT(calls, SizeIs(1));
+  EXPECT_EQ(calls[0].leave_by_ns, kNoDeadline);
 }
 
 }  // namespace

@@ -1,7 +1,7 @@
 // The reconciler (src/leased/reconciler.h) over a transport that answers
 // when the test says so: flow control (the cap on calls in flight, keys
 // deferred beyond it), ReturnAll waiting for exactly what it must, Sync,
-// the batch window (and the urgent leases that skip it), the charge delay,
+// the batch window (and the leases that must leave sooner), the charge delay,
 // and hash-slot grouping.
 // The transport's Flush ends every step, which gives the tests their
 // synchronisation points. Time is the fixture's ManualClock, which the
@@ -393,29 +393,84 @@ TEST_F(WindowedReconcilerTest, AClockSteppingBackHoldsABatchOneWindowAtMost) {
   EXPECT_TRUE(reconciler_.Sync(kBound).ok());
 }
 
-// A lease a decision is denied for (no balance, no local credit) is urgent:
-// it leaves at the next step, and takes the partial batch with it; a lease
-// of a key that can still decide waits for the window. The clock never
-// moves here, so the window never ends: whatever leaves after the first
-// call left because it was urgent.
-TEST_F(WindowedReconcilerTest, AnUrgentLeaseLeavesWithoutWaitingForTheWindow) {
+// A lease a decision is denied for (no balance, no local credit) is due at
+// once: it leaves at the next step, and takes the partial batch with it; a
+// lease of a key that can still decide waits for the window. The clock
+// never moves here, so the window never ends: whatever leaves after the
+// first call left because it was due.
+TEST_F(WindowedReconcilerTest, ADeniedLeaseLeavesWithoutWaitingForTheWindow) {
   Charge("a", 1);
   std::vector<FakeTransport::Call> first = transport_.Take(1);
   LeaseEntry* rich = registry_.With("rich", 0, [](LeaseEntry* x) { return x; });
-  rich->balance.store(5);  // decides from its balance: not urgent
+  rich->balance.store(5);  // decides from its balance: no deadline
   reconciler_.RequestRefill(rich);
   transport_.AwaitSteps(5);
   EXPECT_EQ(transport_.batches(), 1u) << "a lease not needed yet left early";
   Ask("poor");  // balance 0, credit 0: its next decision is denied
-  std::vector<FakeTransport::Call> urgent = transport_.Take(2);
-  ASSERT_EQ(urgent.size(), 2u) << "the urgent lease waited for the window";
+  std::vector<FakeTransport::Call> due = transport_.Take(2);
+  ASSERT_EQ(due.size(), 2u) << "the denied lease waited for the window";
   EXPECT_EQ(transport_.batches(), 2u);
   ASSERT_EQ(transport_.batch_names().size(), 2u);
   EXPECT_EQ(transport_.batch_names()[1],
             (std::vector<std::string>{"rich", "poor"}));
   Answer(first);
-  Answer(urgent);
+  Answer(due);
   EXPECT_TRUE(reconciler_.Sync(kBound).ok());
+}
+
+// The renewal of a key that spends its lease far faster than a window
+// leaves at the step when Redis, refilling at the limit's rate since its
+// last reply, may hold the renewal's minimum: not sooner (here, where the
+// window is an hour, nothing else sends it), and not a window later (the
+// key would run dry).
+class RenewalReconcilerTest : public WindowedReconcilerTest {
+ protected:
+  // "hot" gets 5,000 tokens with 1,000 left in Redis (which refills 1,000
+  // a millisecond), spends 4,000 of them in 1 ms, and asks again for at
+  // least 5,000 (the cost hint): Redis may hold that 4 ms after its reply,
+  // 3 ms after the renewal is asked for.
+  LeaseEntry* AskForARenewalDueIn3Ms() {
+    LeaseEntry* e = registry_.With("hot", 0, [](LeaseEntry* x) { return x; });
+    e->wanted_cost.store(5000);
+    reconciler_.RequestRefill(e);
+    std::vector<FakeTransport::Call> first = transport_.Take(1);
+    EXPECT_EQ(first.size(), 1u);
+    if (first.empty()) return e;
+    first[0].done(AcquireReply(5000, 1000));
+    EXPECT_TRUE(reconciler_.Sync(kBound).ok());
+    EXPECT_EQ(e->balance.load(), 5000);
+    clock_.Advance(absl::Milliseconds(1));
+    e->balance.fetch_sub(4000);
+    e->wanted_cost.store(5000);
+    reconciler_.RequestRefill(e);
+    transport_.AwaitSteps(3);
+    EXPECT_EQ(transport_.batches(), 1u) << "the renewal left before it was due";
+    return e;
+  }
+  void AnswerTheRenewal() {
+    std::vector<FakeTransport::Call> renewal = transport_.Take(1);
+    ASSERT_EQ(renewal.size(), 1u) << "the renewal waited for the window";
+    EXPECT_EQ(renewal[0].amount, 5000);
+    Answer(renewal);
+    EXPECT_TRUE(reconciler_.Sync(kBound).ok());
+  }
+};
+
+TEST_F(RenewalReconcilerTest, ARenewalThatCannotWaitLeavesWhenItIsDue) {
+  AskForARenewalDueIn3Ms();
+  clock_.Advance(absl::Milliseconds(3) - absl::Nanoseconds(1));
+  transport_.AwaitSteps(2);
+  EXPECT_EQ(transport_.batches(), 1u) << "the renewal left before it was due";
+  clock_.Advance(absl::Nanoseconds(1));
+  AnswerTheRenewal();
+}
+
+// The clock steps back a day while the renewal waits: its deadline, now a
+// day ahead, would hold it for a day; it leaves at once instead.
+TEST_F(RenewalReconcilerTest, AClockSteppingBackDoesNotHoldADeadline) {
+  AskForARenewalDueIn3Ms();
+  clock_.Advance(-absl::Hours(24));
+  AnswerTheRenewal();
 }
 
 // Charges after a delay far longer than any real wait of a test: only
@@ -509,6 +564,31 @@ TEST_F(SlotReconcilerTest, EachCallCarriesOneHashSlot) {
   }
   EXPECT_EQ(items, static_cast<size_t>(kKeys));
   EXPECT_GT(slots.size(), 1u);  // 40 keys do not share one slot
+}
+
+// A call that is due sends the partial batch of its own slot only: a
+// charge of another slot keeps waiting for the window (an hour here).
+TEST_F(SlotReconcilerTest, ADueCallSendsItsOwnSlotOnly) {
+  ASSERT_NE(HashSlot(LimitKeyTag("rt:", "b")),
+            HashSlot(LimitKeyTag("rt:", "poor")));
+  Charge("a", 1);
+  std::vector<FakeTransport::Call> first = transport_.Take(1);  // alone
+  Charge("b", 2);
+  transport_.AwaitSteps(3);
+  EXPECT_EQ(transport_.batches(), 1u) << "b left before the window";
+  Ask("poor");  // balance 0, credit 0: its next decision is denied
+  std::vector<FakeTransport::Call> due = transport_.Take(1);
+  transport_.AwaitSteps(3);
+  ASSERT_EQ(transport_.batch_names().size(), 2u) << "b left with poor";
+  EXPECT_EQ(transport_.batch_names()[1], std::vector<std::string>{"poor"});
+  Answer(first);
+  Answer(due);
+  auto synced =
+      std::async(std::launch::async, [&] { return reconciler_.Sync(kBound); });
+  std::vector<FakeTransport::Call> rest = transport_.Take(1);
+  EXPECT_EQ(transport_.batch_names().back(), std::vector<std::string>{"b"});
+  Answer(rest);
+  EXPECT_TRUE(synced.get().ok());
 }
 
 }  // namespace
