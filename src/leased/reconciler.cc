@@ -275,7 +275,6 @@ void Reconciler::Enqueue(LeaseCalls calls) {
   for (LeaseCall& call : calls) {
     // relaxed: see outstanding_.
     outstanding_.fetch_add(1, std::memory_order_relaxed);
-    leave_by_ns_ = std::min(leave_by_ns_, call.leave_by_ns);
     // Charges queue behind leases and returns: under a flood of new keys
     // they must not delay the leases of hot keys (the bound does not
     // depend on how late a charge is; the credit is bounded).
@@ -288,13 +287,8 @@ void Reconciler::Enqueue(LeaseCalls calls) {
 
 void Reconciler::Dispatch(int64_t now_ns, bool force) {
   // The clock stepped back: no time has passed since the last partial batch
-  // (the window counts from now, not from a time still ahead), and a
-  // deadline more than a window ahead (the book never sets one) was set
-  // before the step: it is due.
+  // (the window counts from now, not from a time still ahead).
   last_partial_ns_ = std::min(last_partial_ns_, now_ns);
-  if (leave_by_ns_ != kNoDeadline && leave_by_ns_ - now_ns > batch_window_ns_) {
-    leave_by_ns_ = now_ns;
-  }
   // A partial batch leaves when something waits for it (ReturnAll, Sync,
   // a call whose leave_by has come), or when no partial batch left in the
   // last window: a lone request leaves at this step, a stream fills
@@ -303,10 +297,12 @@ void Reconciler::Dispatch(int64_t now_ns, bool force) {
   const bool window_over = now_ns - last_partial_ns_ >= batch_window_ns_;
   if (group_by_slot_) {
     DispatchGroups(now_ns, force, window_over);
-    NoteDeadlinesLeft();
     return;
   }
-  const bool due = force || now_ns >= leave_by_ns_;
+  // Charges never have a deadline.
+  const bool due =
+      force || std::any_of(queued_.begin(), queued_.end(),
+                           [&](const LeaseCall& c) { return Due(c, now_ns); });
   bool partial_ok = due || window_over;
   while (Queued() > 0 && calls_in_flight_ < kMaxCallsInFlight) {
     const size_t room =
@@ -320,16 +316,13 @@ void Reconciler::Dispatch(int64_t now_ns, bool force) {
       partial_ok = due;
     }
   }
-  NoteDeadlinesLeft();
 }
 
-void Reconciler::NoteDeadlinesLeft() {
-  // Charges never have a deadline. Calls left behind (the cap on calls in
-  // flight, another group's) keep theirs, not the one that left.
-  leave_by_ns_ = kNoDeadline;
-  for (const LeaseCall& c : queued_) {
-    leave_by_ns_ = std::min(leave_by_ns_, c.leave_by_ns);
-  }
+bool Reconciler::Due(const LeaseCall& c, int64_t now_ns) const {
+  // A deadline more than a window ahead (the book never sets one) was set
+  // before the clock stepped back: it is due.
+  return c.leave_by_ns != kNoDeadline &&
+         (now_ns >= c.leave_by_ns || c.leave_by_ns - now_ns > batch_window_ns_);
 }
 
 int64_t Reconciler::GroupOf(const LeaseCall& c) const {
@@ -359,11 +352,7 @@ void Reconciler::DispatchGroups(int64_t now_ns, bool force, bool partial_ok) {
       if (added) groups.push_back({it->first, 0, false});
       Group& g = groups[it->second];
       ++g.count;
-      // A deadline more than a window ahead was set before the clock
-      // stepped back (as in Dispatch).
-      g.due = g.due || (c.leave_by_ns != kNoDeadline &&
-                        (now_ns >= c.leave_by_ns ||
-                         c.leave_by_ns - now_ns > batch_window_ns_));
+      g.due = g.due || Due(c, now_ns);
     }
   }
   for (Group& g : groups) {

@@ -185,8 +185,9 @@ class Reconciler {
   // partial batches at once.
   void Dispatch(int64_t now_ns, bool force);
   void DispatchGroups(int64_t now_ns, bool force, bool partial_ok);
-  // Sets leave_by_ns_ to the earliest deadline still in queued_.
-  void NoteDeadlinesLeft();
+  // Whether `c` must leave at this step, fuller batch or not (its
+  // LeaseCall::leave_by_ns has come).
+  bool Due(const LeaseCall& c, int64_t now_ns) const;
   // The batch group of `c`'s key (grouped calls only).
   int64_t GroupOf(const LeaseCall& c) const;
   // Sends the first `n` queued calls (or, grouping by slot, up to `n` of
@@ -246,9 +247,6 @@ class Reconciler {
   std::deque<LeaseCall> queued_;          // leases and returns
   std::deque<LeaseCall> queued_charges_;  // sent after queued_
   size_t Queued() const { return queued_.size() + queued_charges_.size(); }
-  // The earliest leave_by of the calls in queued_ (kNoDeadline: none);
-  // NoteDeadlinesLeft after each dispatch.
-  int64_t leave_by_ns_ = kNoDeadline;
   int64_t last_partial_ns_ = INT64_MIN / 2;  // clock_: the last partial
                                              // batch left
   int64_t calls_in_flight_ = 0;
