@@ -117,11 +117,9 @@ void LeaseBook::Lease(LeaseEntry* e, int64_t now, LeaseCalls* out) {
                    sizing_, options_.low_water, r.held_at_landing,
                    r.landed_at_ns, balance + LeaseSlicer::Held(e), now,
                    window + rtt_ns_.load(std::memory_order_relaxed))) {
-      const int64_t wait =
-          r.remaining_known
-              ? TimeToMinimum(sizing_, ask.minimum, r.last_remaining,
-                              now - r.remaining_at_ns)
-              : 0;
+      // A key with a lease has had a grant, whose reply said what is left.
+      const int64_t wait = TimeToMinimum(sizing_, ask.minimum, r.last_remaining,
+                                         now - r.remaining_at_ns);
       leave_by = now + std::min(wait, window);
     }
   }
