@@ -52,6 +52,13 @@ absl::Status CheckNoBorrow(const LimitSpec& spec, std::string_view who) {
       "Limiter::Reserve or DirectLimiter::Reserve"));
 }
 
+// The book's options: against a Redis Cluster, cluster_low_water is the
+// low-water mark (its nodes take turns for partial batches).
+LeaseOptions BookOptions(LeaseOptions lease, bool cluster) {
+  if (cluster) lease.low_water = lease.cluster_low_water;
+  return lease;
+}
+
 }  // namespace
 
 class LeasedLimiter::Impl {
@@ -64,8 +71,9 @@ class LeasedLimiter::Impl {
         clock_(options_.clock != nullptr ? options_.clock : DefaultClock()),
         spec_(spec),
         policy_(spec, options_, connection_->options().log),
-        book_(spec, options_.lease, internal::RandomInstanceId(),
-              std::random_device{}(), options_.near_limit_fraction),
+        book_(spec, BookOptions(options_.lease, client_.cluster()),
+              internal::RandomInstanceId(), std::random_device{}(),
+              options_.near_limit_fraction),
         keys_(options_, &book_, &reconciler_),
         transport_(&client_, spec, options_.key_prefix, options_.start_empty),
         reconciler_(

@@ -20,6 +20,8 @@ absl::Status LeaseOptions::Validate() const {
                     lease_ttl),
       CheckFraction("LeaseOptions.low_water", low_water, 0, 0.999,
                     /*open_low=*/true),
+      CheckFraction("LeaseOptions.cluster_low_water", cluster_low_water, 0,
+                    0.999, /*open_low=*/true),
       CheckDuration("LeaseOptions.cold_wait", cold_wait, absl::ZeroDuration(),
                     absl::Seconds(1)),
       CheckFraction("LeaseOptions.local_share", local_share, 0, 1,

@@ -182,6 +182,45 @@ TEST_F(ClusterTest, LeasedBatchesSpreadOverNodesAndEachKeyHoldsItsLimit) {
   EXPECT_GT(limiter->stats().decisions_per_call, 1.0);
 }
 
+// What a key's low-water mark is once its lease has grown to the max
+// lease: each round runs the key dry (its target doubles) and lets the
+// refill land.
+int64_t LowWaterAtMaxLease(LeasedLimiter& limiter, const std::string& key,
+                           int rounds) {
+  for (int round = 0; round < rounds; ++round) {
+    for (int i = 0; i < 1000 && limiter.TryAcquire(key).allowed; ++i) {
+    }
+    EXPECT_TRUE(limiter.Sync(absl::Seconds(10)).ok());
+  }
+  absl::StatusOr<LeaseKeyInfo> info = limiter.Inspect(key);
+  EXPECT_TRUE(info.ok()) << info.status();
+  return info.ok() ? info->low_water : -1;
+}
+
+// Against a cluster a renewal is asked for at cluster_low_water of the
+// lease, not low_water: the nodes take turns for partial batches, so a
+// renewal may wait a batch window per node.
+TEST_F(ClusterTest, ARenewalIsAskedForAtTheClusterLowWater) {
+  ASSERT_NO_FATAL_FAILURE(Start(0));
+  auto conn = Connect();
+  ASSERT_NE(conn, nullptr);
+  // 100/s, burst 100: a max lease of 10 tokens, reached in 5 rounds
+  // (1, 2, 4, 8, 10).
+  const LimitSpec spec = LimitSpec::TokenBucket(100, absl::Seconds(1));
+  auto by_default = MakeLeased(conn, spec);
+  ASSERT_NE(by_default, nullptr);
+  EXPECT_EQ(LowWaterAtMaxLease(*by_default, "default", 7), 8);  // 0.8 x 10
+  LeasedLimiterOptions o;
+  o.connection = conn;
+  o.key_prefix = kPrefix;
+  o.lease.cold_key_policy = ColdKeyPolicy::kDeny;
+  o.lease.low_water = 0.9;
+  o.lease.cluster_low_water = 0.3;
+  auto chosen = LeasedLimiter::Create(spec, o);
+  ASSERT_TRUE(chosen.ok()) << chosen.status();
+  EXPECT_EQ(LowWaterAtMaxLease(**chosen, "chosen", 7), 3);  // 0.3 x 10
+}
+
 TEST_F(ClusterTest, NoscriptOnEveryNodeIsAnsweredWithTheScript) {
   ASSERT_NO_FATAL_FAILURE(Start(1));
   auto conn = Connect();

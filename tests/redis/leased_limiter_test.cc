@@ -185,6 +185,21 @@ TEST_F(LeasedLimiterTest, HotKeysGrowTheirLeaseAndPrefetch) {
   EXPECT_TRUE(limiter->Inspect("p")->has_lease);
 }
 
+// Against one server a renewal is asked for at low_water of the lease;
+// cluster_low_water is for a cluster's nodes (cluster_test.cc).
+TEST_F(LeasedLimiterTest, OneServerAsksForARenewalAtLowWater) {
+  ManualClock clock(absl::Now());
+  LeaseOptions lease;
+  lease.cluster_low_water = 0.9;
+  // 100/s, burst 100: a max lease of 10 tokens.
+  auto limiter =
+      Make(LimitSpec::TokenBucket(100, absl::Seconds(1)), lease, &clock);
+  auto h = limiter->Resolve("w");
+  ASSERT_TRUE(h.ok());
+  WarmUp(*limiter, *h, "w", 5);
+  EXPECT_EQ(limiter->Inspect("w")->low_water, 5);  // 0.5 x 10
+}
+
 TEST_F(LeasedLimiterTest, ExpiredLeaseIsReturnedToRedis) {
   ManualClock clock(absl::Now());
   LeaseOptions lease;

@@ -179,6 +179,8 @@ const std::vector<Flag>& Flags() {
             "leased mode: LeaseOptions::slice_threshold (tokens; 0: never)"),
       Field("slice_single_thread", &O::slice_single_thread,
             "leased mode: LeaseOptions::slice_single_thread"),
+      Field("cluster_low_water", &O::cluster_low_water, {0, 1, true},
+            "leased mode, --redis=cluster: LeaseOptions::cluster_low_water"),
       Choice("algorithm", &O::algorithm, kAlgorithms,
              "--mode=local's algorithm (the others use token_bucket)"),
       Choice("failure_mode", &O::failure_mode, kFailureModes,
@@ -364,6 +366,8 @@ absl::Status ValidateOptions(const DemoOptions& o) {
             absl::StrCat("--algorithm is ", AlgorithmName(o.algorithm),
                          "; leased and direct mode use token_bucket (use "
                          "--mode=local)")));
+  // The lease flags together, as the limiter will check them.
+  if (s.ok() && o.mode == Mode::kLeased) s = MakeLeaseOptions(o).Validate();
   if (s.ok() && o.mode == Mode::kLocal) {
     if (absl::Status spec = ValidateSpec(LocalSpec(o)); !spec.ok()) {
       return Invalid(absl::StrCat(

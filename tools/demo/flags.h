@@ -82,6 +82,7 @@ struct DemoOptions {
       static_cast<int>(absl::ToInt64Milliseconds(LeaseOptions{}.charge_delay));
   double slice_threshold = static_cast<double>(LeaseOptions{}.slice_threshold);
   bool slice_single_thread = LeaseOptions{}.slice_single_thread;
+  double cluster_low_water = LeaseOptions{}.cluster_low_water;
   Algorithm algorithm = Algorithm::kTokenBucket;  // --mode=local only
   bool live = true;
   // fail_local keeps enforcing the limit during the outage, split over the

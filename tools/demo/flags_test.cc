@@ -109,6 +109,8 @@ TEST(FlagsTest, RangeMessagesNameTheFlagTheValueAndTheRange) {
        "--zipf_keys is 200000000; it must be between 1 and 100000000"},
       {[](DemoOptions& o) { o.outage_seconds = 0; },
        "--outage_seconds is 0; it must be more than 0 and at most 3600"},
+      {[](DemoOptions& o) { o.cluster_low_water = 1; },
+       "LeaseOptions.cluster_low_water is 1; it must be in (0, 0.999]"},
       {[](DemoOptions& o) { o.algorithm = Algorithm::kGcra; },
        "--algorithm is gcra; leased and direct mode use token_bucket (use "
        "--mode=local)"},

@@ -45,20 +45,6 @@ struct HealthLog {
   }
 };
 
-LeaseOptions MakeLeaseOptions(const DemoOptions& o) {
-  LeaseOptions l;
-  l.lease_ttl = absl::Milliseconds(o.lease_ttl_ms);
-  l.min_batch = std::min(l.min_batch, l.lease_ttl);
-  l.idle_evict = std::max(absl::Milliseconds(o.idle_evict_ms), 2 * l.lease_ttl);
-  l.max_lease_fraction = o.max_lease_fraction;
-  l.slice_threshold = static_cast<int64_t>(o.slice_threshold);
-  l.slice_single_thread = o.slice_single_thread;
-  l.cold_key_policy = o.cold_key_policy;
-  l.local_share = o.local_share;
-  l.charge_delay = absl::Milliseconds(o.charge_delay_ms);
-  return l;
-}
-
 // "M" lines of a Prometheus text (the comments left out).
 std::string MetricLines(const std::string& text) {
   std::string out;
@@ -69,6 +55,21 @@ std::string MetricLines(const std::string& text) {
 }
 
 }  // namespace
+
+LeaseOptions MakeLeaseOptions(const DemoOptions& o) {
+  LeaseOptions l;
+  l.lease_ttl = absl::Milliseconds(o.lease_ttl_ms);
+  l.min_batch = std::min(l.min_batch, l.lease_ttl);
+  l.idle_evict = std::max(absl::Milliseconds(o.idle_evict_ms), 2 * l.lease_ttl);
+  l.max_lease_fraction = o.max_lease_fraction;
+  l.slice_threshold = static_cast<int64_t>(o.slice_threshold);
+  l.slice_single_thread = o.slice_single_thread;
+  l.cluster_low_water = o.cluster_low_water;
+  l.cold_key_policy = o.cold_key_policy;
+  l.local_share = o.local_share;
+  l.charge_delay = absl::Milliseconds(o.charge_delay_ms);
+  return l;
+}
 
 struct Target::Impl {
   explicit Impl(const KeySet& k) : keys(k) {}

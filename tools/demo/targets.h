@@ -58,6 +58,9 @@ class Target {
 // (burst --burst/N, at least 1).
 LimitSpec LocalSpec(const DemoOptions& o);
 
+// The LeaseOptions of leased mode (--lease_ttl_ms, ..., --cluster_low_water).
+LeaseOptions MakeLeaseOptions(const DemoOptions& o);
+
 // --tls_ca_file, --tls_cert_file and --tls_key_file (the run's own with
 // --tls) as the TLS settings of a rediss:// URL.
 RedisTlsOptions TlsOptions(const DemoOptions& o);
