@@ -68,7 +68,7 @@ struct LeaseOptions {
   // 0 .. lease_ttl.
   absl::Duration min_batch = absl::Milliseconds(10);
   // Refill when the local balance falls below this fraction of the last
-  // lease. (0, 1).
+  // lease (cluster_low_water against a Redis Cluster). (0, 1).
   double low_water = 0.5;
   // low_water against a Redis Cluster (a "redis+cluster://" URL). Its
   // nodes take turns, one partial batch of calls each batch_window, so a
