@@ -107,17 +107,14 @@ struct LeaseCaseSpec {
 std::unique_ptr<LeaseCase> MakeLeaseCase(const LeaseCaseSpec& spec) {
   const Transport& t = spec.transport;
   const Load load = spec.load;
-  const int n = spec.n;
-  const bool sliced = spec.sliced;
-  const bool single_thread = spec.single_thread;
   tokenlease::LeasedLimiterOptions options;
-  if (!sliced) options.lease.slice_threshold = 0;
-  options.lease.slice_single_thread = single_thread;
+  if (!spec.sliced) options.lease.slice_threshold = 0;
+  options.lease.slice_single_thread = spec.single_thread;
   options.redis.url = t.url;
   options.redis.tls = t.tls;
   options.key_prefix =
-      absl::StrCat("bench:lease:", t.name, ":", LoadName(load), ":", n, ":",
-                   absl::GetCurrentTimeNanos(), ":");
+      absl::StrCat("bench:lease:", t.name, ":", LoadName(load), ":", spec.n,
+                   ":", absl::GetCurrentTimeNanos(), ":");
   options.lease.lease_ttl = absl::Hours(1);
   options.lease.idle_evict = absl::Hours(3);
   options.lease.max_lease_fraction = 1.0;
