@@ -153,9 +153,9 @@ struct LeaseOptions {
   // locked instructions: 2.7-3.2 ns a decision from its slice against
   // 10.3-10.6 ns from the balance on a 2-core Intel Xeon VM (a bare
   // fetch_sub: 7-8 ns); about even on an AMD EPYC VM (2.9-4.4 ns against
-  // 2.9-4.7 ns; docs/benchmarks.md, "Hot key"). false saves the slices'
-  // memory and their idle returns' process-wide barriers for keys only
-  // one thread decides on.
+  // 2.9-4.3 ns; docs/benchmarks.md, "Measurements behind design
+  // choices"). false saves the slices' memory and their idle returns'
+  // process-wide barriers for keys only one thread decides on.
   bool slice_single_thread = true;
   // A slice whose tokens did not change for this long gives them back to
   // the key's balance (a thread that stops deciding holds nothing).
@@ -266,7 +266,8 @@ class LeasedLimiter {
   // calling thread writes. Always inlined: GCC left the counted decision
   // as a call that returned the 32-byte Decision through memory, and the
   // next decision's locked fetch_sub waited for those stores to drain
-  // (6-7 ns a decision instead of 3; docs/benchmarks.md, "Hot key").
+  // (6-7 ns a decision instead of 3; docs/benchmarks.md, "Measurements
+  // behind design choices").
   [[gnu::always_inline]] Decision TryAcquire(const Handle& handle,
                                              int64_t cost = 1) {
     return Decide<true>(handle, cost);

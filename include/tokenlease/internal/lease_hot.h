@@ -73,7 +73,8 @@ inline constinit thread_local uint32_t tls_lease_slice
 // Three stores a decision (`started`, `tokens`, `ended`): a flag set and
 // cleared around the section, plus a count in the thread's array, took
 // four stores and three more loads (2 threads on one key: 2.3 ns a
-// decision against 1.9; docs/benchmarks.md, "Hot key").
+// decision against 1.9; docs/benchmarks.md, "Measurements behind design
+// choices").
 template <bool kCount>
 [[gnu::always_inline]] inline bool TakeFromSlice(LeaseSlices& s, int64_t cost,
                                                  int64_t* remaining) {
