@@ -116,6 +116,40 @@ TEST_P(LimiterAlgorithmTest, CostZeroPeeksCostAboveBurstNeverFits) {
   EXPECT_EQ(never.retry_after_ns, kNever);
 }
 
+// Costs up to INT64_MAX, after a charge, after a borrowing Reserve (token
+// buckets: 2 tokens below zero), and at the latest time a Limiter keeps:
+// denied for good, nothing charged (no count or balance wraps around into
+// an admission or a corrupt state).
+TEST_P(LimiterAlgorithmTest, AHugeCostIsDeniedAndChargesNothing) {
+  for (const int64_t now : {kT0, INT64_MAX}) {
+    SCOPED_TRACE(absl::StrCat("now ", now));
+    ManualClock clock(absl::FromUnixNanos(now));
+    LimitSpec spec = Spec(4);
+    const bool bucket = spec.bands.size() == 1 &&
+                        spec.bands[0].algorithm == Algorithm::kTokenBucket;
+    if (bucket) spec.max_borrow = absl::Seconds(2);
+    auto l = Make(spec, {.clock = &clock});
+    ASSERT_TRUE(l->TryAcquire("k", 1).allowed);
+    if (bucket) {
+      ASSERT_TRUE(l->Reserve("k", 5, absl::Seconds(2)).granted);
+    }
+    const Decision before = l->TryAcquire("k", 0);
+    for (int64_t cost : {int64_t{5}, int64_t{1} << 32, int64_t{1} << 62,
+                         INT64_MAX - 1, INT64_MAX}) {
+      SCOPED_TRACE(absl::StrCat("cost ", cost));
+      const Decision d = l->TryAcquire("k", cost);
+      EXPECT_FALSE(d.allowed);
+      if (cost > 5) {
+        EXPECT_EQ(d.retry_after_ns, kNever);
+      }
+      const Decision after = l->TryAcquire("k", 0);
+      EXPECT_EQ(after.allowed, before.allowed);
+      EXPECT_EQ(after.remaining, before.remaining);
+      EXPECT_EQ(after.reset_after_ns, before.reset_after_ns);
+    }
+  }
+}
+
 TEST_P(LimiterAlgorithmTest, ClockSteppingBackMintsNothing) {
   auto l = Make(Spec(10));
   const int64_t t = kT0 + 5 * kSecond + 123;

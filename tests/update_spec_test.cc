@@ -6,7 +6,10 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 #include <memory>
+#include <numeric>
 #include <ostream>
 #include <string>
 #include <thread>
@@ -17,6 +20,8 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "core/compiled_spec.h"
+#include "core/key_entry.h"
+#include "core/limiter_core.h"
 #include "gtest/gtest.h"
 #include "local/band_eval.h"
 #include "local/compiled_band.h"
@@ -129,13 +134,89 @@ TEST(ConvertGcraCellOfUnknownGenerationTest, NeverHoldsMoreThanANewKey) {
   }
 }
 
+// Generations 2^23 - 1 .. 2^23 + 1 (a LimiterCore whose first generation
+// is 2^23 - 1). A GCRA cell tagged 2^23 with no fraction holds INT64_MIN in
+// its high half, which the dead mark was once told by: decisions on such a
+// key then looked it up again forever. Each step's decisions run on a
+// thread of their own, waited for with a bound.
+TEST(UpdateSpecTest, DecisionsContinueThroughGeneration2To23) {
+  const LimitSpec spec = LimitSpec::Gcra(10, absl::Seconds(1), 10);
+  ManualClock clock(absl::FromUnixNanos(kT0));
+  LimiterOptions options;
+  options.clock = &clock;
+  constexpr uint32_t kTarget = uint32_t{1} << 23;
+  internal::LimiterCore core(internal::CompileSpec(spec, kTarget - 1, nullptr),
+                             options);
+  // A pinned entry, as a handle holds one.
+  internal::KeyEntry* pinned =
+      core.registry().With("h", clock.NowNanos(), [](internal::KeyEntry* e) {
+        e->pins.fetch_add(1, std::memory_order_seq_cst);
+        return e;
+      });
+  ASSERT_NE(pinned, nullptr);
+  const absl::Cleanup unpin = [pinned] {
+    pinned->pins.fetch_sub(1, std::memory_order_release);
+  };
+  for (uint32_t g = kTarget - 1; g <= kTarget + 1; ++g) {
+    SCOPED_TRACE(absl::StrCat("generation ", g));
+    if (g > kTarget - 1) {
+      ASSERT_TRUE(core.UpdateSpec(spec).ok());
+    }
+    clock.Advance(absl::Milliseconds(1));
+    const int64_t now = clock.NowNanos();
+    std::atomic<int> done{0};
+    Decision by_name, by_pin, fresh;
+    std::thread([&] {
+      by_name = core.TryAcquireGcraByName("k", 1, now);
+      by_pin = core.TryAcquireGcraPinned(pinned, 1, now);
+      fresh = core.TryAcquireGcraByName(absl::StrCat("new", g), 10, now);
+      done.store(1);
+    }).detach();
+    // Bounded: a decision that never returns ends the test binary here
+    // (the thread cannot be joined).
+    if (!WaitUntil([&] { return done.load() == 1; }, absl::Seconds(30))) {
+      std::fprintf(stderr,
+                   "generation %u: a decision did not return "
+                   "within 30 s\n",
+                   g);
+      std::_Exit(1);
+    }
+    EXPECT_TRUE(by_name.allowed);
+    EXPECT_TRUE(by_pin.allowed);
+    EXPECT_TRUE(fresh.allowed);
+    EXPECT_EQ(fresh.remaining, 0);
+    EXPECT_FALSE(core.IsRetired(pinned));
+  }
+}
+
+// At the latest time a Limiter keeps, a whole-ns debt of 2^62 ns (the cap
+// of a conversion) cannot wrap the TAT past 2^63 (into the dead mark, or a
+// full bucket): the key stays in debt and its decisions return.
+TEST(UpdateSpecTest, TheLargestDebtAtTheLatestTimeDoesNotWrap) {
+  auto l = Make(LimitSpec::Gcra(1'000'000'000, absl::Seconds(1), 1000));
+  ASSERT_TRUE(l->TryAcquire("k", 1000, INT64_MAX).allowed);
+  ASSERT_TRUE(l->UpdateSpec(LimitSpec::Gcra(1, absl::Hours(24 * 365), 1)).ok());
+  std::atomic<int> done{0};
+  Decision d;
+  std::thread([&] {
+    d = l->TryAcquire("k", 1, INT64_MAX);
+    done.store(1);
+  }).detach();
+  if (!WaitUntil([&] { return done.load() == 1; }, absl::Seconds(30))) {
+    std::fprintf(stderr, "a decision did not return within 30 s\n");
+    std::_Exit(1);
+  }
+  EXPECT_FALSE(d.allowed);
+  EXPECT_GT(d.retry_after(), absl::Hours(24 * 365));
+}
+
 // ------------------------------------------- the documented conversion
 
 // A GCRA key computed from the documented semantics: when the spec changes,
 // its debt of (TAT - now) / T_old tokens becomes the same debt at T_new,
-// rounded up to a unit of 1/L_new ns. Exact rationals: the TAT is kept as
-// TAT * L of the rate it was written under. The rates here have L coprime
-// to P in ns, so the engine's reduced units p/l are P/L.
+// rounded up to a unit of 1/l_new ns, where p/l is P/L in lowest terms.
+// Exact rationals: the TAT is kept as TAT * l of the rate it was written
+// under.
 struct Rate {
   int64_t limit;
   int64_t period_ns;
@@ -143,12 +224,20 @@ struct Rate {
   LimitSpec Spec() const {
     return LimitSpec::Gcra(limit, absl::Nanoseconds(period_ns), burst);
   }
+  // The emission interval P/L in lowest terms, as the engine keeps it:
+  // {l, p} in `limit` and `period_ns`.
+  Rate Reduced() const {
+    const int64_t g = std::gcd(limit, period_ns);
+    return {limit / g, period_ns / g, burst};
+  }
 };
 
 class ReferenceGcraKey {
  public:
   // `generation` identifies the spec in force (a new one converts).
-  Decision Decide(const Rate& r, int generation, int64_t now, int64_t cost) {
+  Decision Decide(const Rate& spec_rate, int generation, int64_t now,
+                  int64_t cost) {
+    const Rate r = spec_rate.Reduced();
     const i128 L = r.limit, P = r.period_ns;
     if (has_tat_ && generation != generation_) {
       const i128 d = tat_ - static_cast<i128>(now) * rate_.limit;
@@ -219,10 +308,9 @@ void ExpectSame(const Decision& got, const Decision& want, bool composite,
   }
 }
 
-TEST_P(UpdateSpecShapeTest, ConversionsWithinTheWindowAreExact) {
-  const Shape& shape = GetParam();
-  const Rate rates[] = {
-      {7, kSecond, 7}, {13, kSecond, 5}, {3, kSecond, 9}, {11, 2 * kSecond, 4}};
+// 600 steps of decisions by handle and by name, with an update in two of
+// three steps among `rates`, each decision compared with the reference.
+void ExpectConversionsExact(const Shape& shape, const Rate (&rates)[4]) {
   ManualClock clock(absl::FromUnixNanos(kT0));
   auto l = Make(shape.Of(rates[0]), {.clock = &clock});
   constexpr int kKeys = 6;
@@ -258,6 +346,23 @@ TEST_P(UpdateSpecShapeTest, ConversionsWithinTheWindowAreExact) {
       if (::testing::Test::HasFailure()) return;
     }
   }
+}
+
+TEST_P(UpdateSpecShapeTest, ConversionsWithinTheWindowAreExact) {
+  // Fractions of a ns: l = 7, 13, 3 and 11.
+  ExpectConversionsExact(GetParam(), {{7, kSecond, 7},
+                                      {13, kSecond, 5},
+                                      {3, kSecond, 9},
+                                      {11, 2 * kSecond, 4}});
+}
+
+TEST_P(UpdateSpecShapeTest, ConversionsOfWholeNsRatesAreExact) {
+  // Whole-ns emission intervals (l = 1, no fraction): conversions rounded
+  // up to whole ns, as the reference's reduced units say.
+  ExpectConversionsExact(GetParam(), {{10, kSecond, 7},
+                                      {4, kSecond, 5},
+                                      {20, kSecond, 9},
+                                      {5, 2 * kSecond, 4}});
 }
 
 // A key last written kRetainedGenerations - 1 updates ago is converted

@@ -123,7 +123,8 @@ class Limiter {
   Decision TryAcquire(std::string_view key, int64_t cost = 1);
   // Same, at the caller's time (nanoseconds since the Unix epoch), which
   // saves the clock read when the caller already has it. Times outside
-  // [0, 2^62] (1970 to 2116) are clamped into it.
+  // [0, 2^62 - 1] (1970 to 2116) are clamped into it, as a custom Clock's
+  // are.
   Decision TryAcquire(std::string_view key, int64_t cost, int64_t now_ns);
   // Same through a pre-resolved handle (no hash lookup).
   Decision TryAcquire(const Handle& handle, int64_t cost = 1);

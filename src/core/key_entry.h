@@ -10,14 +10,25 @@
 
 #include "base/spin_lock.h"
 #include "local/atomic_cell.h"
+#include "local/compiled_band.h"
 #include "local/sliding_log.h"
 
 namespace tokenlease::internal {
 
-// The cell of a retired single-band key: its high half is INT64_MIN, which
-// no algorithm's state ever holds there (a generation and fraction, a time,
-// or counts, all >= 0).
+// The cell of a retired single-band key: both halves INT64_MIN. A live cell
+// is told from it by the half its algorithm never sets to INT64_MIN
+// (IsDeadCell): the low half (a GCRA cell's TAT, >= 0; a window's start,
+// >= -2^61) except for a stepwise bucket, whose low half counts tokens and
+// whose high half is a time >= 0. The high half alone, as before, was not
+// enough: a GCRA cell of generation 2^23 with no fraction holds INT64_MIN
+// there, and was taken for retired (its decisions then looked the key up
+// again forever).
 inline constexpr CellValue kDeadCell{INT64_MIN, INT64_MIN};
+
+// True if `v`, a cell of a band of `kind`, is kDeadCell.
+inline bool IsDeadCell(CellKind kind, CellValue v) {
+  return kind == CellKind::kStepwise ? v.b == kDeadCell.b : v.a == kDeadCell.a;
+}
 
 // Allocated by LimiterCore (the registry's owner); never moves while
 // registered.

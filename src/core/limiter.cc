@@ -14,12 +14,8 @@ using internal::BandRequest;
 using internal::LimiterCore;
 
 namespace {
-// Caller-supplied times are clamped to [1970, 2116] so that no arithmetic on
-// them can overflow, whatever a caller passes.
-constexpr int64_t kMaxTimeNs = int64_t{1} << 62;
-int64_t ClampTime(int64_t now_ns) {
-  return now_ns < 0 ? 0 : (now_ns > kMaxTimeNs ? kMaxTimeNs : now_ns);
-}
+// Caller-supplied times are clamped as the clock's are (LimiterCore::Now).
+using internal::ClampTime;
 }  // namespace
 
 absl::Status LimiterOptions::Validate() const {

@@ -202,6 +202,7 @@ LimiterCore::LimiterCore(std::unique_ptr<CompiledSpec> first,
       all_buckets_(first->all_buckets),
       one_gcra_band_(first->lock_free &&
                      first->bands[0].cell_kind == CellKind::kGcra),
+      stepwise_cells_(first->bands[0].cell_kind == CellKind::kStepwise),
       hazard_way_(static_cast<int>(
           g_next_hazard_way.fetch_add(1, std::memory_order_relaxed) %
           kSpecHazardWays)),
@@ -355,7 +356,10 @@ Decision LimiterCore::WaitForRevival(KeyEntry* e, const BandRequest& req,
 
 bool LimiterCore::IsRetired(KeyEntry* e) const {
   // seq_cst loads: the other side of the pairs in TryRetire.
-  if (lock_free_) return e->cell(0).HighHalfIs(kDeadCell.b);
+  if (lock_free_) {
+    return stepwise_cells_ ? e->cell(0).HighHalfIs(kDeadCell.b)
+                           : e->cell(0).LowHalfIs(kDeadCell.a);
+  }
   return e->dead.load(std::memory_order_seq_cst);
 }
 
@@ -410,7 +414,7 @@ template <typename Steps>
   for (;;) {
     // Retired (a possibly torn read that shows the mark is retried too:
     // only a dead cell's CAS below could make it true again).
-    if (cur.b == kDeadCell.b) [[unlikely]] {
+    if (IsDeadCell(s->bands[0].cell_kind, cur)) [[unlikely]] {
       if (snapshot || cell.Validate(cur)) return RetryLookupDecision();
       snapshot = true;
       continue;
@@ -476,7 +480,7 @@ struct FastDecision {
   // compare-and-swap).
   CellValue cur;
   const bool snapshot = cell.Load(cur);
-  if (cur.b == kDeadCell.b) [[unlikely]]
+  if (IsDeadCell(CellKind::kGcra, cur)) [[unlikely]]
     return {};
   band::GcraCharge c = band::ChargeGcra(b, cur, req);
   if (c.far) [[unlikely]]

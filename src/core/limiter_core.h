@@ -58,13 +58,28 @@ inline void SettleReservation(Reservation* r) {
   }
 }
 
+// Times a decision uses are clamped to [0, kMaxTimeNs] (1970 to 2116), so
+// that no arithmetic on them can overflow: a TAT is at most such a time plus
+// a debt of at most 2^62 ns, below 2^63.
+inline constexpr int64_t kMaxTimeNs = (int64_t{1} << 62) - 1;
+inline int64_t ClampTime(int64_t now_ns) {
+  return now_ns < 0 ? 0 : (now_ns > kMaxTimeNs ? kMaxTimeNs : now_ns);
+}
+
 class LimiterCore final : public KeyRegistry::Owner {
  public:
   LimiterCore(const LimitSpec& spec, const LimiterOptions& options);
+  // Starts from `first`, any generation (tests start near 2^23 or 2^24
+  // without millions of UpdateSpec calls).
+  LimiterCore(std::unique_ptr<CompiledSpec> first,
+              const LimiterOptions& options);
   ~LimiterCore() override;
 
+  // The clock's time, clamped (ClampTime) unless it is the system clock,
+  // which reads within range from 1970 to 2116.
   int64_t Now() const {
-    return system_clock_ ? absl::GetCurrentTimeNanos() : clock_->NowNanos();
+    return system_clock_ ? absl::GetCurrentTimeNanos()
+                         : ClampTime(clock_->NowNanos());
   }
 
   static Decision InvalidArgumentDecision();
@@ -161,8 +176,6 @@ class LimiterCore final : public KeyRegistry::Owner {
   bool IsRetired(KeyEntry* e) const;
 
  private:
-  LimiterCore(std::unique_ptr<CompiledSpec> first,
-              const LimiterOptions& options);
   // Decides for an entry the caller keeps alive (registry lookup or pin).
   Decision Decide(KeyEntry* e, const BandRequest& req,
                   int64_t* wait_ns = nullptr) {
@@ -209,6 +222,9 @@ class LimiterCore final : public KeyRegistry::Owner {
   const bool lock_free_;        // as every generation's lock_free
   const bool all_buckets_;      // as every generation's all_buckets
   const bool one_gcra_band_;    // one_gcra_band()
+  // The first band is a stepwise token bucket (IsDeadCell; UpdateSpec
+  // cannot change a band's algorithm or refill).
+  const bool stepwise_cells_;
   // The current generation. Loads: acquire (spec()) or seq_cst
   // (AnnounceSpec); stores: seq_cst (UpdateSpec), see AnnounceSpec.
   std::atomic<const CompiledSpec*> spec_;

@@ -94,8 +94,12 @@ class alignas(16) AtomicCell {
   // otherwise `seen` receives the current value.
   bool Validate(CellValue& seen) { return CompareExchange(seen, seen); }
 
-  // True if the high half holds `b` (seq_cst: the key registry's dead mark
-  // is checked after a pin, as one side of a store-load pair).
+  // True if the low (high) half holds `a` (`b`). seq_cst: the key
+  // registry's dead mark is checked after a pin, as one side of a
+  // store-load pair.
+  bool LowHalfIs(int64_t a) const {
+    return __atomic_load_n(&a_, __ATOMIC_SEQ_CST) == a;
+  }
   bool HighHalfIs(int64_t b) const {
     return __atomic_load_n(&b_, __ATOMIC_SEQ_CST) == b;
   }

@@ -217,7 +217,15 @@ inline int64_t StepWait(const CompiledBand& b, int64_t tokens, int64_t anchor,
         b.burst,
         static_cast<i128>(tokens) + static_cast<i128>(steps) * b.limit));
   }
-  const int64_t after = tokens - req.cost;
+  int64_t after;
+  if (__builtin_sub_overflow(tokens, req.cost, &after)) [[unlikely]] {
+    // A cost beyond 2^63 tokens from the balance: it can never fit.
+    r.outcome = BandOutcome::kDeny;
+    r.remaining = std::max<int64_t>(tokens, 0);
+    r.wait_ns = kNever;
+    r.reset_after_ns = StepWait(b, tokens, anchor, b.burst, now);
+    return r;
+  }
   int64_t wait = 0;
   bool admit = after >= 0;
   if (!admit && req.max_wait_ns > 0) {
@@ -260,7 +268,8 @@ inline int64_t StepWait(const CompiledBand& b, int64_t tokens, int64_t anchor,
     count = 0;
   }
   const int64_t window_left = start + b.period_ns - now;
-  if (count + req.cost <= b.limit) {
+  // Not count + cost <= limit: a cost near 2^63 would overflow it.
+  if (req.cost <= b.limit - count) {
     r.outcome = BandOutcome::kAdmit;
     r.write = req.cost > 0;
     r.next = CellValue{start, count + req.cost};
@@ -318,7 +327,9 @@ inline int64_t FirstFit(const CompiledBand& b, int64_t weight, int64_t room) {
   const int64_t e = std::max<int64_t>(now - start, 0);  // clock step back
   const i128 weighted = static_cast<i128>(prev) * (P - e);
   const i128 budget = static_cast<i128>(b.limit) * P;
-  const int64_t after = cur + req.cost;
+  // A cost above the limit never fits; capped so that cur + cost cannot
+  // overflow (cur and the limit are below 2^32).
+  const int64_t after = cur + std::min(req.cost, b.limit + 1);
   const auto remaining_for = [&](int64_t used) {
     const i128 room = budget - weighted - static_cast<i128>(used) * P;
     return room <= 0 ? int64_t{0} : DivPeriod(b, room);

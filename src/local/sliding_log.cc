@@ -31,7 +31,8 @@ BandResult SlidingLog::Evaluate(const CompiledBand& band,
   const int64_t newest =
       entry_count() > 0 ? entries_.back().time_ns + band.period_ns - req.now_ns
                         : 0;
-  if (total_ + req.cost <= band.limit) {
+  // Not total_ + cost <= limit: a cost near 2^63 would overflow it.
+  if (req.cost <= band.limit - total_) {
     r.outcome = BandOutcome::kAdmit;
     r.remaining = band.limit - total_ - req.cost;
     r.reset_after_ns = req.cost > 0
