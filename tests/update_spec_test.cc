@@ -6,8 +6,6 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
-#include <cstdio>
-#include <cstdlib>
 #include <memory>
 #include <numeric>
 #include <ostream>
@@ -35,6 +33,7 @@ namespace {
 using internal::CellValue;
 using internal::CompiledSpec;
 using internal::kRetainedGenerations;
+using testing::RunOrExit;
 using testing::WaitUntil;
 using i128 = __int128;
 
@@ -137,8 +136,8 @@ TEST(ConvertGcraCellOfUnknownGenerationTest, NeverHoldsMoreThanANewKey) {
 // Generations 2^23 - 1 .. 2^23 + 1 (a LimiterCore whose first generation
 // is 2^23 - 1). A GCRA cell tagged 2^23 with no fraction holds INT64_MIN in
 // its high half, which the dead mark was once told by: decisions on such a
-// key then looked it up again forever. Each step's decisions run on a
-// thread of their own, waited for with a bound.
+// key then looked it up again forever. Each step's decisions run under
+// RunOrExit (a bounded wait).
 TEST(UpdateSpecTest, DecisionsContinueThroughGeneration2To23) {
   const LimitSpec spec = LimitSpec::Gcra(10, absl::Seconds(1), 10);
   ManualClock clock(absl::FromUnixNanos(kT0));
@@ -164,23 +163,15 @@ TEST(UpdateSpecTest, DecisionsContinueThroughGeneration2To23) {
     }
     clock.Advance(absl::Milliseconds(1));
     const int64_t now = clock.NowNanos();
-    std::atomic<int> done{0};
     Decision by_name, by_pin, fresh;
-    std::thread([&] {
-      by_name = core.TryAcquireGcraByName("k", 1, now);
-      by_pin = core.TryAcquireGcraPinned(pinned, 1, now);
-      fresh = core.TryAcquireGcraByName(absl::StrCat("new", g), 10, now);
-      done.store(1);
-    }).detach();
-    // Bounded: a decision that never returns ends the test binary here
-    // (the thread cannot be joined).
-    if (!WaitUntil([&] { return done.load() == 1; }, absl::Seconds(30))) {
-      std::fprintf(stderr,
-                   "generation %u: a decision did not return "
-                   "within 30 s\n",
-                   g);
-      std::_Exit(1);
-    }
+    const std::string what = absl::StrCat("decisions at generation ", g);
+    RunOrExit(
+        [&] {
+          by_name = core.TryAcquireGcraByName("k", 1, now);
+          by_pin = core.TryAcquireGcraPinned(pinned, 1, now);
+          fresh = core.TryAcquireGcraByName(absl::StrCat("new", g), 10, now);
+        },
+        what.c_str());
     EXPECT_TRUE(by_name.allowed);
     EXPECT_TRUE(by_pin.allowed);
     EXPECT_TRUE(fresh.allowed);
@@ -196,16 +187,9 @@ TEST(UpdateSpecTest, TheLargestDebtAtTheLatestTimeDoesNotWrap) {
   auto l = Make(LimitSpec::Gcra(1'000'000'000, absl::Seconds(1), 1000));
   ASSERT_TRUE(l->TryAcquire("k", 1000, INT64_MAX).allowed);
   ASSERT_TRUE(l->UpdateSpec(LimitSpec::Gcra(1, absl::Hours(24 * 365), 1)).ok());
-  std::atomic<int> done{0};
   Decision d;
-  std::thread([&] {
-    d = l->TryAcquire("k", 1, INT64_MAX);
-    done.store(1);
-  }).detach();
-  if (!WaitUntil([&] { return done.load() == 1; }, absl::Seconds(30))) {
-    std::fprintf(stderr, "a decision did not return within 30 s\n");
-    std::_Exit(1);
-  }
+  RunOrExit([&] { d = l->TryAcquire("k", 1, INT64_MAX); },
+            "a decision at the latest time");
   EXPECT_FALSE(d.allowed);
   EXPECT_GT(d.retry_after(), absl::Hours(24 * 365));
 }

@@ -12,11 +12,8 @@ namespace tokenlease {
 
 using internal::BandRequest;
 using internal::LimiterCore;
-
-namespace {
 // Caller-supplied times are clamped as the clock's are (LimiterCore::Now).
 using internal::ClampTime;
-}  // namespace
 
 absl::Status LimiterOptions::Validate() const {
   return internal::ValidateLimiterOptions(*this, "LimiterOptions");
